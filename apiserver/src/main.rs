@@ -1,0 +1,2 @@
+//! tinykube-apiserver binary.
+fn main() {}

@@ -1,0 +1,173 @@
+//! Field errors as upstream's apimachinery reports them (`metadata.name: Invalid value: "x": …`),
+//! the building blocks of a 422 Invalid Status.
+
+use serde_json::Value;
+
+/// The kind of a field error; each maps to a `FieldValue…` cause reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorType {
+    Required,
+    Invalid,
+    NotSupported,
+    Duplicate,
+    Forbidden,
+    TooLong,
+    TooMany,
+    NotFound,
+}
+
+impl ErrorType {
+    /// The `reason` of a Status cause.
+    pub fn reason(self) -> &'static str {
+        match self {
+            ErrorType::Required => "FieldValueRequired",
+            ErrorType::Invalid => "FieldValueInvalid",
+            ErrorType::NotSupported => "FieldValueNotSupported",
+            ErrorType::Duplicate => "FieldValueDuplicate",
+            ErrorType::Forbidden => "FieldValueForbidden",
+            ErrorType::TooLong => "FieldValueTooLong",
+            ErrorType::TooMany => "FieldValueTooMany",
+            ErrorType::NotFound => "FieldValueNotFound",
+        }
+    }
+}
+
+/// One invalid field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    pub kind: ErrorType,
+    /// Path as upstream prints it: `spec.containers[0].name`, `metadata.labels`.
+    pub field: String,
+    /// The offending value, when upstream prints one.
+    pub value: Option<Value>,
+    pub detail: String,
+}
+
+impl FieldError {
+    fn new(kind: ErrorType, field: impl Into<String>, value: Option<Value>, detail: impl Into<String>) -> Self {
+        FieldError {
+            kind,
+            field: field.into(),
+            value,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self::new(ErrorType::Required, field, None, detail)
+    }
+
+    pub fn invalid(field: impl Into<String>, value: impl Into<Value>, detail: impl Into<String>) -> Self {
+        Self::new(ErrorType::Invalid, field, Some(value.into()), detail)
+    }
+
+    /// `supported` lists the accepted values, quoted in the message as upstream does.
+    pub fn not_supported(field: impl Into<String>, value: impl Into<Value>, supported: &[&str]) -> Self {
+        let detail = if supported.is_empty() {
+            String::new()
+        } else {
+            let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+            format!("supported values: {}", quoted.join(", "))
+        };
+        Self::new(ErrorType::NotSupported, field, Some(value.into()), detail)
+    }
+
+    pub fn duplicate(field: impl Into<String>, value: impl Into<Value>) -> Self {
+        Self::new(ErrorType::Duplicate, field, Some(value.into()), "")
+    }
+
+    pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self::new(ErrorType::Forbidden, field, None, detail)
+    }
+
+    pub fn too_long(field: impl Into<String>, value: impl Into<Value>, max: usize) -> Self {
+        Self::new(
+            ErrorType::TooLong,
+            field,
+            Some(value.into()),
+            format!("may not be more than {max} bytes"),
+        )
+    }
+
+    pub fn not_found(field: impl Into<String>, value: impl Into<Value>) -> Self {
+        Self::new(ErrorType::NotFound, field, Some(value.into()), "")
+    }
+
+    /// The message without the field: `Invalid value: "x": detail`.
+    pub fn message(&self) -> String {
+        let head = match self.kind {
+            ErrorType::Required => "Required value",
+            ErrorType::Invalid => "Invalid value",
+            ErrorType::NotSupported => "Unsupported value",
+            ErrorType::Duplicate => "Duplicate value",
+            ErrorType::Forbidden => "Forbidden",
+            ErrorType::TooLong => "Too long",
+            ErrorType::TooMany => "Too many",
+            ErrorType::NotFound => "Not found",
+        };
+        let mut out = head.to_string();
+        let shows_value = !matches!(
+            self.kind,
+            ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong | ErrorType::TooMany
+        );
+        if shows_value {
+            if let Some(v) = &self.value {
+                out.push_str(": ");
+                out.push_str(&render_value(v));
+            }
+        }
+        if !self.detail.is_empty() {
+            out.push_str(": ");
+            out.push_str(&self.detail);
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message())
+    }
+}
+
+/// Values as Go's `%#v`-ish rendering in field errors: strings quoted, numbers and bools bare.
+fn render_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{s:?}"),
+        Value::Null => "null".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The Status message for a 422: `Pod "x" is invalid: <one>` or `... is invalid: [<a>, <b>]`.
+pub fn invalid_message(kind: &str, name: &str, errs: &[FieldError]) -> String {
+    let parts: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+    let joined = if parts.len() == 1 {
+        parts[0].clone()
+    } else {
+        format!("[{}]", parts.join(", "))
+    };
+    format!("{kind} {name:?} is invalid: {joined}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_read_as_upstream() {
+        let e = FieldError::invalid("metadata.name", "Bad_Name", "bad");
+        assert_eq!(e.to_string(), "metadata.name: Invalid value: \"Bad_Name\": bad");
+        let r = FieldError::required("spec.containers", "");
+        assert_eq!(r.to_string(), "spec.containers: Required value");
+        let n = FieldError::not_supported("spec.restartPolicy", "Sometimes", &["Always", "Never"]);
+        assert_eq!(
+            n.message(),
+            "Unsupported value: \"Sometimes\": supported values: \"Always\", \"Never\""
+        );
+        assert_eq!(
+            invalid_message("Pod", "p", &[r.clone(), e]),
+            "Pod \"p\" is invalid: [spec.containers: Required value, metadata.name: Invalid value: \"Bad_Name\": bad]"
+        );
+    }
+}

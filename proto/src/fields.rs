@@ -1,0 +1,1 @@
+//! Field selectors (`metadata.name=x,spec.nodeName!=`): parsing and matching.

@@ -1,0 +1,1 @@
+//! Label selectors: the string form (`a=b,c!=d,e in (f,g),!h`) and the `LabelSelector` struct form.

@@ -1,0 +1,13 @@
+//! tinykube's API vocabulary: the served kinds, quantities, selectors and patches. Pure: no I/O.
+//!
+//! The object types themselves come from `k8s-openapi` (re-exported as [`api`]); this crate adds
+//! what the rest of the workspace shares on top of them.
+
+pub mod fields;
+pub mod labels;
+pub mod patch;
+pub mod quantity;
+pub mod registry;
+pub mod typed;
+
+pub use k8s_openapi as api;

@@ -1,0 +1,404 @@
+//! The resource registry: every kind tinykube serves, with the facts discovery, routing,
+//! storage and printing need (group, version, names, scope, subresources, verbs).
+
+/// Verbs of a full CRUD resource, in discovery order.
+pub const CRUD_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+/// Verbs of a status or scale subresource.
+pub const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
+
+/// One subresource of a resource, as discovery lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Subresource {
+    /// `status`, `scale`, `binding`, `eviction`, `finalize`.
+    pub name: &'static str,
+    /// Kind of the subresource's body.
+    pub kind: &'static str,
+    /// Group of that kind when it differs from the parent's (`policy` for `pods/eviction`).
+    pub group: Option<&'static str>,
+    /// Version of that kind when it differs from the parent's.
+    pub version: Option<&'static str>,
+    pub verbs: &'static [&'static str],
+}
+
+/// One served resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// API group; empty for the core (legacy) group.
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub list_kind: &'static str,
+    /// Plural resource name used in URLs (`pods`).
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    pub namespaced: bool,
+    pub verbs: &'static [&'static str],
+    pub subresources: &'static [Subresource],
+    /// Whether `metadata.generation` is maintained (bumped on spec changes).
+    pub has_generation: bool,
+}
+
+impl ResourceInfo {
+    /// `v1` or `apps/v1`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `pods` or `deployments.apps`, as kubectl names a resource in messages.
+    pub fn qualified_plural(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// Whether the subresource exists.
+    pub fn subresource(&self, name: &str) -> Option<&'static Subresource> {
+        self.subresources.iter().find(|s| s.name == name)
+    }
+
+    /// Whether the resource has a `status` subresource (and so a spec/status split).
+    pub fn has_status(&self) -> bool {
+        self.subresource("status").is_some()
+    }
+}
+
+const STATUS: Subresource = Subresource {
+    name: "status",
+    kind: "",
+    group: None,
+    version: None,
+    verbs: SUBRESOURCE_VERBS,
+};
+
+const fn status(kind: &'static str) -> Subresource {
+    Subresource { kind, ..STATUS }
+}
+
+const fn scale() -> Subresource {
+    Subresource {
+        name: "scale",
+        kind: "Scale",
+        group: Some("autoscaling"),
+        version: Some("v1"),
+        verbs: SUBRESOURCE_VERBS,
+    }
+}
+
+const NONE: &[&str] = &[];
+
+/// Every served resource, in discovery order within each group version.
+pub static RESOURCES: &[ResourceInfo] = &[
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "Binding",
+        list_kind: "BindingList",
+        plural: "bindings",
+        singular: "binding",
+        short_names: NONE,
+        categories: NONE,
+        namespaced: true,
+        verbs: &["create"],
+        subresources: &[],
+        has_generation: false,
+    },
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "ConfigMap",
+        list_kind: "ConfigMapList",
+        plural: "configmaps",
+        singular: "configmap",
+        short_names: &["cm"],
+        categories: NONE,
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[],
+        has_generation: false,
+    },
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "Event",
+        list_kind: "EventList",
+        plural: "events",
+        singular: "event",
+        short_names: &["ev"],
+        categories: NONE,
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[],
+        has_generation: false,
+    },
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "Namespace",
+        list_kind: "NamespaceList",
+        plural: "namespaces",
+        singular: "namespace",
+        short_names: &["ns"],
+        categories: NONE,
+        namespaced: false,
+        verbs: &["create", "delete", "get", "list", "patch", "update", "watch"],
+        subresources: &[
+            Subresource {
+                name: "finalize",
+                kind: "Namespace",
+                group: None,
+                version: None,
+                verbs: &["update"],
+            },
+            status("Namespace"),
+        ],
+        has_generation: false,
+    },
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "Node",
+        list_kind: "NodeList",
+        plural: "nodes",
+        singular: "node",
+        short_names: &["no"],
+        categories: NONE,
+        namespaced: false,
+        verbs: CRUD_VERBS,
+        subresources: &[status("Node")],
+        has_generation: false,
+    },
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "Pod",
+        list_kind: "PodList",
+        plural: "pods",
+        singular: "pod",
+        short_names: &["po"],
+        categories: &["all"],
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[
+            Subresource {
+                name: "binding",
+                kind: "Binding",
+                group: None,
+                version: None,
+                verbs: &["create"],
+            },
+            Subresource {
+                name: "eviction",
+                kind: "Eviction",
+                group: Some("policy"),
+                version: Some("v1"),
+                verbs: &["create"],
+            },
+            status("Pod"),
+        ],
+        has_generation: true,
+    },
+    ResourceInfo {
+        group: "apps",
+        version: "v1",
+        kind: "ControllerRevision",
+        list_kind: "ControllerRevisionList",
+        plural: "controllerrevisions",
+        singular: "controllerrevision",
+        short_names: NONE,
+        categories: NONE,
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[],
+        has_generation: false,
+    },
+    ResourceInfo {
+        group: "apps",
+        version: "v1",
+        kind: "DaemonSet",
+        list_kind: "DaemonSetList",
+        plural: "daemonsets",
+        singular: "daemonset",
+        short_names: &["ds"],
+        categories: &["all"],
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[status("DaemonSet")],
+        has_generation: true,
+    },
+    ResourceInfo {
+        group: "apps",
+        version: "v1",
+        kind: "Deployment",
+        list_kind: "DeploymentList",
+        plural: "deployments",
+        singular: "deployment",
+        short_names: &["deploy"],
+        categories: &["all"],
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[scale(), status("Deployment")],
+        has_generation: true,
+    },
+    ResourceInfo {
+        group: "apps",
+        version: "v1",
+        kind: "ReplicaSet",
+        list_kind: "ReplicaSetList",
+        plural: "replicasets",
+        singular: "replicaset",
+        short_names: &["rs"],
+        categories: &["all"],
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[scale(), status("ReplicaSet")],
+        has_generation: true,
+    },
+    ResourceInfo {
+        group: "coordination.k8s.io",
+        version: "v1",
+        kind: "Lease",
+        list_kind: "LeaseList",
+        plural: "leases",
+        singular: "lease",
+        short_names: NONE,
+        categories: NONE,
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[],
+        has_generation: false,
+    },
+    ResourceInfo {
+        group: "events.k8s.io",
+        version: "v1",
+        kind: "Event",
+        list_kind: "EventList",
+        plural: "events",
+        singular: "event",
+        short_names: &["ev"],
+        categories: NONE,
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[],
+        has_generation: false,
+    },
+    ResourceInfo {
+        group: "policy",
+        version: "v1",
+        kind: "PodDisruptionBudget",
+        list_kind: "PodDisruptionBudgetList",
+        plural: "poddisruptionbudgets",
+        singular: "poddisruptionbudget",
+        short_names: &["pdb"],
+        categories: NONE,
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[status("PodDisruptionBudget")],
+        has_generation: true,
+    },
+    ResourceInfo {
+        group: "scheduling.k8s.io",
+        version: "v1",
+        kind: "PriorityClass",
+        list_kind: "PriorityClassList",
+        plural: "priorityclasses",
+        singular: "priorityclass",
+        short_names: &["pc"],
+        categories: NONE,
+        namespaced: false,
+        verbs: CRUD_VERBS,
+        subresources: &[],
+        has_generation: false,
+    },
+];
+
+/// Groups in the order `/apis` lists them (the core group is served under `/api`).
+pub const GROUPS: &[&str] = &[
+    "apps",
+    "events.k8s.io",
+    "policy",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+];
+
+/// The resource served at `group/version/plural`.
+pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ResourceInfo> {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// The resource of a kind in a group.
+pub fn by_kind(group: &str, kind: &str) -> Option<&'static ResourceInfo> {
+    RESOURCES.iter().find(|r| r.group == group && r.kind == kind)
+}
+
+/// Every resource of one group version.
+pub fn group_version(group: &str, version: &str) -> impl Iterator<Item = &'static ResourceInfo> {
+    let group = group.to_string();
+    let version = version.to_string();
+    RESOURCES
+        .iter()
+        .filter(move |r| r.group == group && r.version == version)
+}
+
+/// The versions served for a group (one each today).
+pub fn versions(group: &str) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for r in RESOURCES.iter().filter(|r| r.group == group) {
+        if !out.contains(&r.version) {
+            out.push(r.version);
+        }
+    }
+    out
+}
+
+/// The storage key prefix shared by both views of one stored kind: events.k8s.io/v1 Events are
+/// the core Events seen through another schema, so both use the core key space.
+pub fn storage_group(info: &ResourceInfo) -> &'static str {
+    if info.group.is_empty() || info.group == "events.k8s.io" {
+        "core"
+    } else {
+        info.group
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups_find_served_resources() {
+        let pods = lookup("", "v1", "pods").unwrap();
+        assert_eq!(pods.kind, "Pod");
+        assert!(pods.has_status());
+        assert_eq!(pods.subresource("eviction").unwrap().group, Some("policy"));
+        assert_eq!(by_kind("apps", "Deployment").unwrap().plural, "deployments");
+        assert!(lookup("apps", "v1", "pods").is_none());
+        assert_eq!(versions("apps"), vec!["v1"]);
+        assert_eq!(lookup("apps", "v1", "deployments").unwrap().api_version(), "apps/v1");
+    }
+
+    #[test]
+    fn every_group_is_listed() {
+        for r in RESOURCES {
+            assert!(r.group.is_empty() || GROUPS.contains(&r.group), "{}", r.group);
+        }
+    }
+}

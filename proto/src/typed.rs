@@ -1,0 +1,112 @@
+//! Typed views of the served kinds through `k8s-openapi`: decoding a JSON object into its Rust
+//! type checks field types, and comparing the re-encoded object with the input finds fields the
+//! schema does not declare (what `fieldValidation=Strict` rejects and upstream prunes).
+
+use k8s_openapi::api::{apps::v1 as apps, coordination::v1 as coordination, core::v1 as core};
+use k8s_openapi::api::{events::v1 as events, policy::v1 as policy, scheduling::v1 as scheduling};
+use serde_json::Value;
+
+/// Why an object could not be decoded into its type.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("no type is registered for {group}/{kind}")]
+    UnknownKind { group: String, kind: String },
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// The object decoded and re-encoded through its type: unknown fields dropped, every declared
+/// field kept. `group` is the API group (empty for core).
+pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeError> {
+    fn through<T: serde::de::DeserializeOwned + serde::Serialize>(
+        obj: &Value,
+    ) -> Result<Value, DecodeError> {
+        let typed: T = serde_json::from_value(obj.clone())?;
+        Ok(serde_json::to_value(typed)?)
+    }
+    match (group, kind) {
+        ("", "Pod") => through::<core::Pod>(obj),
+        ("", "Node") => through::<core::Node>(obj),
+        ("", "Namespace") => through::<core::Namespace>(obj),
+        ("", "Event") => through::<core::Event>(obj),
+        ("", "ConfigMap") => through::<core::ConfigMap>(obj),
+        ("", "Binding") => through::<core::Binding>(obj),
+        ("apps", "Deployment") => through::<apps::Deployment>(obj),
+        ("apps", "ReplicaSet") => through::<apps::ReplicaSet>(obj),
+        ("apps", "DaemonSet") => through::<apps::DaemonSet>(obj),
+        ("apps", "ControllerRevision") => through::<apps::ControllerRevision>(obj),
+        ("coordination.k8s.io", "Lease") => through::<coordination::Lease>(obj),
+        ("events.k8s.io", "Event") => through::<events::Event>(obj),
+        ("policy", "PodDisruptionBudget") => through::<policy::PodDisruptionBudget>(obj),
+        ("policy", "Eviction") => through::<policy::Eviction>(obj),
+        ("scheduling.k8s.io", "PriorityClass") => through::<scheduling::PriorityClass>(obj),
+        ("autoscaling", "Scale") => {
+            through::<k8s_openapi::api::autoscaling::v1::Scale>(obj)
+        }
+        _ => Err(DecodeError::UnknownKind {
+            group: group.to_string(),
+            kind: kind.to_string(),
+        }),
+    }
+}
+
+/// Paths (`spec.containers[0].foo`) present in `input` but absent from `normalized`: the
+/// fields the schema does not know. `null` values in the input are not counted.
+pub fn unknown_fields(input: &Value, normalized: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    walk(input, normalized, String::new(), &mut out);
+    out
+}
+
+fn walk(input: &Value, known: &Value, path: String, out: &mut Vec<String>) {
+    match (input, known) {
+        (Value::Object(i), Value::Object(k)) => {
+            for (key, value) in i {
+                let child = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                match k.get(key) {
+                    Some(known_value) => walk(value, known_value, child, out),
+                    None if value.is_null() => {}
+                    None => out.push(child),
+                }
+            }
+        }
+        (Value::Array(i), Value::Array(k)) => {
+            for (n, (a, b)) in i.iter().zip(k.iter()).enumerate() {
+                walk(a, b, format!("{path}[{n}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_fields_are_found_with_their_paths() {
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "x", "bogus": 1},
+            "spec": {"containers": [{"name": "c", "image": "i", "imagePullPolicy": "Always", "colour": "red"}]}
+        });
+        let normal = normalize("", "Pod", &pod).unwrap();
+        assert_eq!(
+            unknown_fields(&pod, &normal),
+            vec!["metadata.bogus", "spec.containers[0].colour"]
+        );
+        assert_eq!(normal["spec"]["containers"][0]["imagePullPolicy"], "Always");
+    }
+
+    #[test]
+    fn wrong_types_do_not_decode() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": "nope"}});
+        assert!(normalize("", "Pod", &pod).is_err());
+        assert!(normalize("", "Widget", &pod).is_err());
+    }
+}

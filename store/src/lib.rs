@@ -1,0 +1,1 @@
+//! sled-backed versioned key-value store: revisions, compare-and-swap, watch with resume.
