@@ -1,1 +1,179 @@
-//! tinykube-apiserver library.
+//! tinykube-apiserver: the Kubernetes REST API over the tinykube store.
+//!
+//! One entry, [`serve`] (or [`run`], which binds first), used alike by the binary, the
+//! launcher and tests. Requests go through [`handlers::dispatch`]; per-kind rules live in
+//! [`registry`]; tables in [`printers`].
+
+mod admission;
+mod convert;
+mod discovery;
+mod error;
+mod filter;
+pub mod handlers;
+mod object;
+mod openapi;
+pub mod printers;
+pub mod registry;
+mod request;
+mod state;
+mod storage;
+mod table;
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use serde_json::json;
+use tinykube_store::{Store, StoreConfig};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use error::ApiError;
+
+/// Settings of one API server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    /// CSV file of `token,user,uid[,"group1,group2"]`; when set, every request needs a bearer token.
+    pub token_auth_file: Option<PathBuf>,
+    /// Interval of BOOKMARK events on watches that allow them.
+    pub bookmark_interval: Duration,
+    pub store: StoreConfig,
+}
+
+impl Config {
+    pub fn new(listen: SocketAddr, data_dir: PathBuf) -> Self {
+        Config {
+            listen,
+            data_dir,
+            token_auth_file: None,
+            bookmark_interval: Duration::from_secs(60),
+            store: StoreConfig::default(),
+        }
+    }
+}
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("binding {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("opening the store in {dir}: {source}")]
+    Store {
+        dir: PathBuf,
+        #[source]
+        source: tinykube_store::StoreError,
+    },
+    #[error("reading the token file {path}: {source}")]
+    Tokens {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("creating the initial namespaces: {0}")]
+    Bootstrap(#[source] ApiError),
+    #[error("serving HTTP: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+/// Read a token auth file: one `token,user,uid,...` per line.
+fn read_tokens(path: &PathBuf) -> Result<HashSet<String>, ServerError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ServerError::Tokens {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split(',').next())
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect())
+}
+
+/// The namespaces every cluster starts with.
+const INITIAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+async fn bootstrap(objects: &storage::Objects) -> Result<(), ApiError> {
+    let info =
+        tinykube_proto::registry::lookup("", "v1", "namespaces").expect("namespaces are served");
+    for ns in INITIAL_NAMESPACES {
+        if objects.try_get(info, None, ns)?.is_some() {
+            continue;
+        }
+        let obj = json!({
+            "kind": "Namespace", "apiVersion": "v1",
+            "metadata": {
+                "name": ns, "uid": uuid::Uuid::new_v4().to_string(),
+                "creationTimestamp": object::timestamp(chrono::Utc::now()),
+                "labels": {"kubernetes.io/metadata.name": ns},
+            },
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        });
+        match objects.create(info, &obj).await {
+            Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Serve on an already bound listener until `shutdown` is cancelled.
+pub async fn serve(
+    listener: TcpListener,
+    config: Config,
+    shutdown: CancellationToken,
+) -> Result<(), ServerError> {
+    let tokens = match &config.token_auth_file {
+        Some(path) => Some(read_tokens(path)?),
+        None => None,
+    };
+    let store = Store::open(&config.data_dir, config.store.clone()).map_err(|source| {
+        ServerError::Store {
+            dir: config.data_dir.clone(),
+            source,
+        }
+    })?;
+    let objects = storage::Objects::new(store.clone());
+    bootstrap(&objects).await.map_err(ServerError::Bootstrap)?;
+    let state = state::AppState(Arc::new(state::Shared {
+        objects,
+        tokens,
+        shutdown: shutdown.clone(),
+        bookmark_interval: config.bookmark_interval,
+    }));
+    let app = Router::new()
+        .fallback(handlers::dispatch)
+        .layer(axum::extract::DefaultBodyLimit::disable())
+        .with_state(state);
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+        .map_err(ServerError::Serve);
+    store.close().await;
+    result
+}
+
+/// Bind `config.listen` and serve; the bound address is logged.
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), ServerError> {
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| ServerError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(ServerError::Serve)?;
+    tracing::info!(%addr, "tinykube-apiserver listening");
+    println!("tinykube-apiserver listening on http://{addr}");
+    serve(listener, config, shutdown).await
+}

@@ -157,7 +157,9 @@ pub static RESOURCES: &[ResourceInfo] = &[
         short_names: &["ns"],
         categories: NONE,
         namespaced: false,
-        verbs: &["create", "delete", "get", "list", "patch", "update", "watch"],
+        verbs: &[
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ],
         subresources: &[
             Subresource {
                 name: "finalize",
@@ -346,7 +348,9 @@ pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static Resou
 
 /// The resource of a kind in a group.
 pub fn by_kind(group: &str, kind: &str) -> Option<&'static ResourceInfo> {
-    RESOURCES.iter().find(|r| r.group == group && r.kind == kind)
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.kind == kind)
 }
 
 /// Every resource of one group version.
@@ -392,13 +396,20 @@ mod tests {
         assert_eq!(by_kind("apps", "Deployment").unwrap().plural, "deployments");
         assert!(lookup("apps", "v1", "pods").is_none());
         assert_eq!(versions("apps"), vec!["v1"]);
-        assert_eq!(lookup("apps", "v1", "deployments").unwrap().api_version(), "apps/v1");
+        assert_eq!(
+            lookup("apps", "v1", "deployments").unwrap().api_version(),
+            "apps/v1"
+        );
     }
 
     #[test]
     fn every_group_is_listed() {
         for r in RESOURCES {
-            assert!(r.group.is_empty() || GROUPS.contains(&r.group), "{}", r.group);
+            assert!(
+                r.group.is_empty() || GROUPS.contains(&r.group),
+                "{}",
+                r.group
+            );
         }
     }
 }

@@ -40,9 +40,7 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("policy", "PodDisruptionBudget") => through::<policy::PodDisruptionBudget>(obj),
         ("policy", "Eviction") => through::<policy::Eviction>(obj),
         ("scheduling.k8s.io", "PriorityClass") => through::<scheduling::PriorityClass>(obj),
-        ("autoscaling", "Scale") => {
-            through::<k8s_openapi::api::autoscaling::v1::Scale>(obj)
-        }
+        ("autoscaling", "Scale") => through::<k8s_openapi::api::autoscaling::v1::Scale>(obj),
         _ => Err(DecodeError::UnknownKind {
             group: group.to_string(),
             kind: kind.to_string(),

@@ -1,1 +1,257 @@
-//! Helpers shared by the end-to-end tests: start real binaries on port 0 with temporary data dirs.
+//! Helpers shared by the end-to-end tests: start the real binaries on port 0 with temporary
+//! data dirs, write a kubeconfig, and run the real kubectl against them.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// Folder of the workspace's built binaries (`target/debug`), found from the test executable.
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/debug/deps/<test> -> target/debug
+    exe.parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .expect("test executable lives in target/<profile>/deps")
+}
+
+/// Path of a workspace binary; it must have been built (`cargo build --workspace --bins`).
+pub fn binary(name: &str) -> PathBuf {
+    let path = bin_dir().join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo build --workspace --bins` before the tests (the README's test command does)",
+        path.display()
+    );
+    path
+}
+
+/// A running tinykube-apiserver with its own data dir and kubeconfig.
+pub struct ApiServer {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    pub url: String,
+    port: u16,
+}
+
+fn spawn_apiserver(data: &Path, port: u16, extra: &[&str]) -> Result<(Child, String)> {
+    let mut cmd = Command::new(binary("tinykube-apiserver"));
+    cmd.arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut child = cmd.spawn().context("starting tinykube-apiserver")?;
+    let stdout = child.stdout.take().context("apiserver stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let line = lines
+        .next()
+        .context("apiserver exited before printing its address")??;
+    let url = line
+        .rsplit(' ')
+        .next()
+        .filter(|u| u.starts_with("http://"))
+        .with_context(|| format!("unexpected first line from apiserver: {line}"))?
+        .to_string();
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Ok((child, url))
+}
+
+impl ApiServer {
+    /// Start on a free port with a fresh data dir.
+    pub fn start() -> Result<ApiServer> {
+        Self::start_with(&[])
+    }
+
+    /// Start with extra flags.
+    pub fn start_with(extra: &[&str]) -> Result<ApiServer> {
+        let dir = tempfile::tempdir()?;
+        let (child, url) = spawn_apiserver(&dir.path().join("data"), 0, extra)?;
+        let port = url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .context("port in url")?;
+        let server = ApiServer {
+            child: Some(child),
+            dir,
+            url,
+            port,
+        };
+        server.write_kubeconfig()?;
+        server.wait_healthy()?;
+        Ok(server)
+    }
+
+    fn write_kubeconfig(&self) -> Result<()> {
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: {}\n  name: tinykube\ncontexts:\n- context:\n    cluster: tinykube\n    user: admin\n  name: tinykube\ncurrent-context: tinykube\nusers:\n- name: admin\n  user: {{}}\n",
+            self.url
+        );
+        std::fs::write(self.kubeconfig(), text)?;
+        Ok(())
+    }
+
+    fn wait_healthy(&self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(r) = reqwest::blocking::get(format!("{}/healthz", self.url)) {
+                if r.status().is_success() {
+                    return Ok(());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        bail!("apiserver at {} did not become healthy", self.url)
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("kubeconfig")
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// A scratch directory for manifests of this test.
+    pub fn scratch(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+
+    /// SIGKILL the server (no chance to flush anything).
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Start again on the same data dir and port.
+    pub fn restart(&mut self) -> Result<()> {
+        self.kill9();
+        let (child, url) = spawn_apiserver(&self.data_dir(), self.port, &[])?;
+        self.child = Some(child);
+        self.url = url;
+        self.wait_healthy()
+    }
+
+    /// Run the real kubectl against this server.
+    pub fn kubectl(&self, args: &[&str]) -> Kubectl {
+        self.kubectl_stdin(args, None)
+    }
+
+    /// Run kubectl with `input` on its standard input (for `-f -`).
+    pub fn kubectl_stdin(&self, args: &[&str], input: Option<&str>) -> Kubectl {
+        let mut cmd = Command::new("kubectl");
+        cmd.args(args)
+            .env("KUBECONFIG", self.kubeconfig())
+            .env("KUBECACHEDIR", self.dir.path().join("kube-cache"))
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("kubectl must be installed (see README)");
+        if let Some(text) = input {
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = stdin.write_all(text.as_bytes());
+            }
+        }
+        let out = child.wait_with_output().expect("kubectl ran");
+        Kubectl::from(out, args)
+    }
+
+    /// A plain HTTP client request builder for this server.
+    pub fn http(&self) -> reqwest::blocking::Client {
+        reqwest::blocking::Client::new()
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// What one kubectl run printed.
+#[derive(Debug)]
+pub struct Kubectl {
+    pub args: String,
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Kubectl {
+    fn from(out: Output, args: &[&str]) -> Self {
+        Kubectl {
+            args: args.join(" "),
+            success: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Assert success and return stdout.
+    #[track_caller]
+    pub fn ok(&self) -> &str {
+        assert!(
+            self.success,
+            "kubectl {} failed:\nstdout:\n{}\nstderr:\n{}",
+            self.args, self.stdout, self.stderr
+        );
+        &self.stdout
+    }
+
+    /// Assert failure and return stderr.
+    #[track_caller]
+    pub fn fails(&self) -> &str {
+        assert!(
+            !self.success,
+            "kubectl {} should have failed but printed:\n{}",
+            self.args, self.stdout
+        );
+        &self.stderr
+    }
+}
+
+/// Write a manifest into `dir` and return its path.
+pub fn manifest(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write manifest");
+    path
+}
+
+/// Rows of a kubectl table as whitespace-split columns, header first.
+pub fn table_rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+/// Poll `f` until it returns true or `timeout` passes.
+pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}

@@ -1,2 +1,235 @@
 //! Server-side printing: the Table columns and rows `kubectl get` shows for each served kind,
-//! as upstream's printers define them.
+//! as upstream's printers define them. Column definitions (names, types, descriptions,
+//! priorities) are upstream's, kept as data in `columns.json`.
+
+mod cluster;
+mod workloads;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// One column of a Table.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Column {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub format: String,
+    pub description: String,
+    pub priority: i32,
+}
+
+impl Column {
+    pub fn to_json(&self) -> Value {
+        json!({"name": self.name, "type": self.type_, "format": self.format,
+               "description": self.description, "priority": self.priority})
+    }
+}
+
+fn all_columns() -> &'static HashMap<String, Vec<Column>> {
+    static COLUMNS: OnceLock<HashMap<String, Vec<Column>>> = OnceLock::new();
+    COLUMNS.get_or_init(|| serde_json::from_str(include_str!("columns.json")).unwrap_or_default())
+}
+
+/// Which printer serves a kind.
+fn printer_key(group: &str, kind: &str) -> &'static str {
+    match (group, kind) {
+        ("", "Node") => "Node",
+        ("", "Pod") => "Pod",
+        ("", "Namespace") => "Namespace",
+        ("", "Event") | ("events.k8s.io", "Event") => "Event",
+        ("", "ConfigMap") => "ConfigMap",
+        ("apps", "Deployment") => "Deployment",
+        ("apps", "ReplicaSet") => "ReplicaSet",
+        ("apps", "DaemonSet") => "DaemonSet",
+        ("apps", "ControllerRevision") => "ControllerRevision",
+        ("coordination.k8s.io", "Lease") => "Lease",
+        ("policy", "PodDisruptionBudget") => "PodDisruptionBudget",
+        ("scheduling.k8s.io", "PriorityClass") => "PriorityClass",
+        _ => "Default",
+    }
+}
+
+/// Columns for a kind; `group` is "" for core.
+pub fn columns(group: &str, kind: &str) -> &'static [Column] {
+    all_columns()
+        .get(printer_key(group, kind))
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// Cells of one object's row (same length as the columns).
+pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    match printer_key(group, kind) {
+        "Node" => cluster::node(obj, now),
+        "Pod" => workloads::pod(obj, now),
+        "Namespace" => cluster::namespace(obj, now),
+        "Event" => cluster::event(obj, now, group == "events.k8s.io"),
+        "ConfigMap" => cluster::config_map(obj, now),
+        "Deployment" => workloads::deployment(obj, now),
+        "ReplicaSet" => workloads::replica_set(obj, now),
+        "DaemonSet" => workloads::daemon_set(obj, now),
+        "ControllerRevision" => cluster::controller_revision(obj, now),
+        "Lease" => cluster::lease(obj, now),
+        "PodDisruptionBudget" => cluster::pdb(obj, now),
+        "PriorityClass" => cluster::priority_class(obj, now),
+        _ => vec![
+            name(obj).into(),
+            obj.pointer("/metadata/creationTimestamp")
+                .cloned()
+                .unwrap_or(Value::Null),
+        ],
+    }
+}
+
+/// Upstream's human duration as AGE columns show it (`25s`, `3m4s`, `5h`, `2d3h`, `2y45d`).
+pub fn human_duration(d: chrono::Duration) -> String {
+    let secs = d.num_seconds();
+    if secs < -1 {
+        return "<invalid>".into();
+    }
+    let secs = secs.max(0);
+    let (minutes, hours, days) = (secs / 60, secs / 3600, secs / 86400);
+    if secs < 60 * 2 {
+        format!("{secs}s")
+    } else if minutes < 10 {
+        let s = secs % 60;
+        if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        }
+    } else if minutes < 60 * 3 {
+        format!("{minutes}m")
+    } else if hours < 8 {
+        let m = minutes % 60;
+        if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        }
+    } else if hours < 48 {
+        format!("{hours}h")
+    } else if hours < 24 * 8 {
+        let h = hours % 24;
+        if h == 0 {
+            format!("{days}d")
+        } else {
+            format!("{days}d{h}h")
+        }
+    } else if hours < 24 * 365 * 2 {
+        format!("{days}d")
+    } else if hours < 24 * 365 * 8 {
+        let y = days / 365;
+        let dy = days % 365;
+        if dy == 0 {
+            format!("{y}y")
+        } else {
+            format!("{y}y{dy}d")
+        }
+    } else {
+        format!("{}y", days / 365)
+    }
+}
+
+pub(crate) fn name(obj: &Value) -> &str {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+pub(crate) fn s<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+pub(crate) fn i(obj: &Value, pointer: &str) -> i64 {
+    obj.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// `<none>` for an empty string, as printers show missing values.
+pub(crate) fn or_none(v: &str) -> String {
+    if v.is_empty() {
+        "<none>".into()
+    } else {
+        v.to_string()
+    }
+}
+
+/// Age of a timestamp field, `<unknown>` when missing.
+pub(crate) fn age_of(obj: &Value, pointer: &str, now: DateTime<Utc>) -> String {
+    match obj
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+    {
+        Some(t) => human_duration(now - t.with_timezone(&Utc)),
+        None => "<unknown>".into(),
+    }
+}
+
+pub(crate) fn age(obj: &Value, now: DateTime<Utc>) -> String {
+    age_of(obj, "/metadata/creationTimestamp", now)
+}
+
+/// `k=v,k2=v2` of a string map, sorted.
+pub(crate) fn map_string(m: Option<&Value>) -> String {
+    let Some(Value::Object(m)) = m else {
+        return String::new();
+    };
+    let mut pairs: Vec<String> = m
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+        .collect();
+    pairs.sort();
+    pairs.join(",")
+}
+
+/// A LabelSelector as its string form.
+pub(crate) fn selector_string(sel: Option<&Value>) -> String {
+    let Some(sel) = sel else { return String::new() };
+    match serde_json::from_value(sel.clone())
+        .ok()
+        .and_then(|s| tinykube_proto::labels::Selector::from_label_selector(&s).ok())
+    {
+        Some(s) => s.to_string(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_kubectl() {
+        for (secs, want) in [
+            (25, "25s"),
+            (119, "119s"),
+            (184, "3m4s"),
+            (600, "10m"),
+            (3 * 3600 + 60, "3h1m"),
+            (9 * 3600, "9h"),
+            (3 * 86400 + 3600, "3d1h"),
+            (10 * 86400, "10d"),
+            (800 * 86400, "2y70d"),
+        ] {
+            assert_eq!(
+                human_duration(chrono::Duration::seconds(secs)),
+                want,
+                "{secs}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_served_kind_has_columns() {
+        for r in tinykube_proto::registry::RESOURCES {
+            assert!(!columns(r.group, r.kind).is_empty(), "{}", r.kind);
+            assert_eq!(columns("", "Pod")[0].name, "Name");
+        }
+    }
+}

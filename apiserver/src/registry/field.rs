@@ -44,7 +44,12 @@ pub struct FieldError {
 }
 
 impl FieldError {
-    fn new(kind: ErrorType, field: impl Into<String>, value: Option<Value>, detail: impl Into<String>) -> Self {
+    fn new(
+        kind: ErrorType,
+        field: impl Into<String>,
+        value: Option<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
         FieldError {
             kind,
             field: field.into(),
@@ -57,12 +62,20 @@ impl FieldError {
         Self::new(ErrorType::Required, field, None, detail)
     }
 
-    pub fn invalid(field: impl Into<String>, value: impl Into<Value>, detail: impl Into<String>) -> Self {
+    pub fn invalid(
+        field: impl Into<String>,
+        value: impl Into<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
         Self::new(ErrorType::Invalid, field, Some(value.into()), detail)
     }
 
     /// `supported` lists the accepted values, quoted in the message as upstream does.
-    pub fn not_supported(field: impl Into<String>, value: impl Into<Value>, supported: &[&str]) -> Self {
+    pub fn not_supported(
+        field: impl Into<String>,
+        value: impl Into<Value>,
+        supported: &[&str],
+    ) -> Self {
         let detail = if supported.is_empty() {
             String::new()
         } else {
@@ -157,7 +170,10 @@ mod tests {
     #[test]
     fn messages_read_as_upstream() {
         let e = FieldError::invalid("metadata.name", "Bad_Name", "bad");
-        assert_eq!(e.to_string(), "metadata.name: Invalid value: \"Bad_Name\": bad");
+        assert_eq!(
+            e.to_string(),
+            "metadata.name: Invalid value: \"Bad_Name\": bad"
+        );
         let r = FieldError::required("spec.containers", "");
         assert_eq!(r.to_string(), "spec.containers: Required value");
         let n = FieldError::not_supported("spec.restartPolicy", "Sometimes", &["Always", "Never"]);

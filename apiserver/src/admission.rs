@@ -1,0 +1,143 @@
+//! Admission that needs other objects: the namespace must exist and not be terminating, a pod's
+//! priority comes from its PriorityClass, a new Node gets the not-ready taint
+//! (TaintNodesByCondition), a Namespace its `kubernetes.io/metadata.name` label.
+
+use serde_json::{json, Value};
+use tinykube_proto::registry::{self, ResourceInfo};
+
+use crate::error::{ApiError, ApiResult, Qualified};
+use crate::object::{self, meta_mut};
+use crate::state::AppState;
+
+fn forbidden(info: &ResourceInfo, name: &str, why: String) -> ApiError {
+    ApiError::ForbiddenNamed {
+        resource: Qualified::of(info),
+        name: name.to_string(),
+        message: format!("{} {name:?} is forbidden: {why}", info.qualified_plural()),
+    }
+}
+
+/// The namespace of a namespaced create must exist and not be terminating.
+pub fn check_namespace(state: &AppState, info: &ResourceInfo, obj: &Value) -> ApiResult<()> {
+    if !info.namespaced {
+        return Ok(());
+    }
+    let ns_info = registry::lookup("", "v1", "namespaces").expect("namespaces are served");
+    let ns = object::namespace(obj).unwrap_or("default");
+    let namespace = state
+        .objects
+        .try_get(ns_info, None, ns)?
+        .ok_or_else(|| ApiError::not_found(ns_info, ns))?;
+    let terminating = object::is_deleting(&namespace)
+        || namespace.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating");
+    // Events may still be written while a namespace terminates, as upstream allows.
+    if terminating && info.kind != "Event" {
+        return Err(forbidden(
+            info,
+            object::name(obj),
+            format!(
+                "unable to create new content in namespace {ns} because it is being terminated"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Mutations that depend on other objects, applied before validation.
+pub fn on_create(state: &AppState, info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
+    match (info.group, info.kind) {
+        ("", "Pod") => resolve_priority(state, info, obj),
+        ("", "Node") => {
+            taint_not_ready(obj);
+            Ok(())
+        }
+        ("", "Namespace") => {
+            let name = object::name(obj).to_string();
+            let meta = meta_mut(obj);
+            let labels = meta.entry("labels").or_insert_with(|| json!({}));
+            if let Some(l) = labels.as_object_mut() {
+                l.insert("kubernetes.io/metadata.name".into(), name.into());
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Priority admission: `spec.priority` (and `preemptionPolicy`) from the named PriorityClass,
+/// or from the global default class, or 0.
+fn resolve_priority(state: &AppState, info: &ResourceInfo, pod: &mut Value) -> ApiResult<()> {
+    let pc_info = registry::lookup("scheduling.k8s.io", "v1", "priorityclasses").expect("served");
+    let class_name = pod
+        .pointer("/spec/priorityClassName")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let class = match &class_name {
+        Some(name) => match state.objects.try_get(pc_info, None, name)? {
+            Some(c) => Some(c),
+            None => {
+                return Err(forbidden(
+                    info,
+                    object::name(pod),
+                    format!("no PriorityClass with name {name} was found"),
+                ))
+            }
+        },
+        None => state
+            .objects
+            .list(pc_info, None, None, None)?
+            .items
+            .into_iter()
+            .find(|c| c.get("globalDefault").and_then(Value::as_bool) == Some(true)),
+    };
+    let value = class
+        .as_ref()
+        .and_then(|c| c.get("value").and_then(Value::as_i64))
+        .unwrap_or(0);
+    if let Some(given) = pod.pointer("/spec/priority").and_then(Value::as_i64) {
+        if given != value {
+            return Err(forbidden(
+                info,
+                object::name(pod),
+                "the integer value of priority must not be provided in pod spec; priority admission controller computed the value from the given PriorityClass name".to_string(),
+            ));
+        }
+    }
+    if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert("priority".into(), value.into());
+        if let Some(c) = &class {
+            if let Some(name) = c.pointer("/metadata/name") {
+                if class_name.is_some() {
+                    spec.insert("priorityClassName".into(), name.clone());
+                }
+            }
+            let policy = c
+                .get("preemptionPolicy")
+                .cloned()
+                .unwrap_or_else(|| "PreemptLowerPriority".into());
+            spec.insert("preemptionPolicy".into(), policy);
+        }
+    }
+    Ok(())
+}
+
+/// TaintNodesByCondition: a new node is not ready until its kubelet says so.
+fn taint_not_ready(node: &mut Value) {
+    let Some(map) = node.as_object_mut() else {
+        return;
+    };
+    let spec = map.entry("spec").or_insert_with(|| json!({}));
+    let Some(spec) = spec.as_object_mut() else {
+        return;
+    };
+    let taints = spec.entry("taints").or_insert_with(|| json!([]));
+    if let Some(list) = taints.as_array_mut() {
+        let present = list
+            .iter()
+            .any(|t| t.get("key").and_then(Value::as_str) == Some("node.kubernetes.io/not-ready"));
+        if !present {
+            list.push(json!({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}));
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! delete and deletecollection: graceful deletion of bound pods, finalizers, and the
+//! propagation policies that hand dependents to the garbage collector.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use chrono::Utc;
+use serde_json::{json, Value};
+use tinykube_proto::registry::ResourceInfo;
+
+use super::{json_response, read, Ctx};
+use crate::convert;
+use crate::error::{ApiError, ApiResult, Qualified};
+use crate::filter::Filter;
+use crate::object::{self, meta_mut};
+use crate::state::AppState;
+use crate::storage::{Change, Outcome};
+
+/// DeleteOptions from the body and the query (the query wins where both are given).
+#[derive(Debug, Default, Clone)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub propagation_policy: Option<String>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+}
+
+impl DeleteOptions {
+    pub fn from_request(ctx: &Ctx, body: &[u8]) -> ApiResult<Self> {
+        let mut opts = DeleteOptions::default();
+        if !body.iter().all(u8::is_ascii_whitespace) {
+            let v: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::BadRequest(format!("invalid DeleteOptions: {e}")))?;
+            opts = Self::from_value(&v);
+        }
+        if let Some(g) = ctx
+            .query
+            .int("gracePeriodSeconds", &ctx.query.grace_period_seconds)?
+        {
+            opts.grace_period_seconds = Some(g);
+        }
+        if let Some(p) = ctx
+            .query
+            .propagation_policy
+            .clone()
+            .filter(|p| !p.is_empty())
+        {
+            opts.propagation_policy = Some(p);
+        }
+        if crate::request::truthy(&ctx.query.orphan_dependents) && opts.propagation_policy.is_none()
+        {
+            opts.propagation_policy = Some("Orphan".into());
+        }
+        if let Some(p) = &opts.propagation_policy {
+            if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
+                return Err(ApiError::BadRequest(format!(
+                    "DeleteOptions.propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+                )));
+            }
+        }
+        Ok(opts)
+    }
+
+    pub fn from_value(v: &Value) -> Self {
+        let orphan = v.get("orphanDependents").and_then(Value::as_bool);
+        DeleteOptions {
+            grace_period_seconds: v.get("gracePeriodSeconds").and_then(Value::as_i64),
+            propagation_policy: v
+                .get("propagationPolicy")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| (orphan == Some(true)).then(|| "Orphan".to_string())),
+            precondition_uid: v
+                .pointer("/preconditions/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            precondition_rv: v
+                .pointer("/preconditions/resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        }
+    }
+}
+
+/// The grace period a pod deletion gets: none for pods not on a node or already finished.
+fn pod_grace(pod: &Value, requested: Option<i64>) -> i64 {
+    let bound = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    let finished = matches!(
+        pod.pointer("/status/phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    );
+    if !bound || finished {
+        return 0;
+    }
+    requested
+        .or_else(|| {
+            pod.pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+        })
+        .unwrap_or(30)
+        .max(0)
+}
+
+fn set_finalizer(obj: &mut Value, add: Option<&str>, remove: &[&str]) {
+    let mut f = object::finalizers(obj);
+    f.retain(|x| !remove.contains(&x.as_str()));
+    if let Some(a) = add {
+        if !f.iter().any(|x| x == a) {
+            f.push(a.to_string());
+        }
+    }
+    object::set_finalizers(obj, &f);
+}
+
+/// Decide what one delete does to the current object.
+fn plan_delete(info: &ResourceInfo, current: &Value, opts: &DeleteOptions) -> ApiResult<Change> {
+    let name = object::name(current).to_string();
+    let precondition_failed = |reason: String| ApiError::Conflict {
+        resource: Qualified::of(info),
+        name: name.clone(),
+        reason,
+    };
+    if let Some(uid) = &opts.precondition_uid {
+        let actual = object::uid(current).unwrap_or("");
+        if uid != actual {
+            return Err(precondition_failed(format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+            )));
+        }
+    }
+    if let Some(rv) = &opts.precondition_rv {
+        let actual = object::resource_version(current).unwrap_or("");
+        if rv != actual {
+            return Err(precondition_failed(format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"
+            )));
+        }
+    }
+    let mut new = current.clone();
+    let now = Utc::now();
+    match opts.propagation_policy.as_deref() {
+        Some("Orphan") => set_finalizer(&mut new, Some("orphan"), &["foregroundDeletion"]),
+        Some("Foreground") => set_finalizer(&mut new, Some("foregroundDeletion"), &["orphan"]),
+        Some("Background") => set_finalizer(&mut new, None, &["orphan", "foregroundDeletion"]),
+        _ => {}
+    }
+    let is_pod = info.group.is_empty() && info.kind == "Pod";
+    let is_namespace = info.group.is_empty() && info.kind == "Namespace";
+    let grace = if is_pod {
+        pod_grace(current, opts.grace_period_seconds)
+    } else {
+        0
+    };
+    let has_finalizers = !object::finalizers(&new).is_empty()
+        || (is_namespace
+            && new
+                .pointer("/spec/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty()));
+    let deleting = object::is_deleting(current);
+    if grace == 0 && !has_finalizers {
+        return Ok(Change::Delete);
+    }
+    if deleting {
+        // Only shorten a running grace period, never extend it.
+        let current_grace = current
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if grace < current_grace {
+            let meta = meta_mut(&mut new);
+            meta.insert("deletionGracePeriodSeconds".into(), grace.into());
+            meta.insert(
+                "deletionTimestamp".into(),
+                object::timestamp(now + chrono::Duration::seconds(grace)).into(),
+            );
+        }
+    } else {
+        let meta = meta_mut(&mut new);
+        meta.insert("deletionGracePeriodSeconds".into(), grace.into());
+        meta.insert(
+            "deletionTimestamp".into(),
+            object::timestamp(now + chrono::Duration::seconds(grace)).into(),
+        );
+        if info.has_generation {
+            let g = current
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            meta.insert("generation".into(), (g + 1).into());
+        }
+        if is_namespace {
+            if let Some(m) = new.as_object_mut() {
+                let status = m.entry("status").or_insert_with(|| json!({}));
+                if let Some(s) = status.as_object_mut() {
+                    s.insert("phase".into(), "Terminating".into());
+                }
+            }
+        }
+    }
+    if new == *current {
+        Ok(Change::Unchanged)
+    } else {
+        Ok(Change::Write(new))
+    }
+}
+
+/// Delete one object; returns what the client is shown.
+pub async fn delete_object(
+    state: &AppState,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+    opts: &DeleteOptions,
+) -> ApiResult<Outcome> {
+    let outcome = state
+        .objects
+        .update(info, ns, name, |current| plan_delete(info, &current, opts))
+        .await?;
+    // A pod whose grace period is cut to zero is first marked (MODIFIED), then removed, as
+    // upstream shows it to watchers.
+    if let Outcome::Written(obj) = &outcome {
+        let zero = obj
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            == Some(0);
+        if zero && object::finalizers(obj).is_empty() {
+            return state
+                .objects
+                .update(info, ns, name, |_| Ok(Change::Delete))
+                .await;
+        }
+    }
+    Ok(outcome)
+}
+
+pub async fn delete(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
+    let info = ctx.target.info;
+    let name = ctx.target.name.clone().unwrap_or_default();
+    let opts = DeleteOptions::from_request(&ctx, body)?;
+    if ctx.query.is_dry_run()? {
+        let current = ctx
+            .state
+            .objects
+            .get(info, ctx.target.namespace.as_deref(), &name)?;
+        let out = convert::outgoing(info, current);
+        return Ok(json_response(StatusCode::OK, &out, ctx.pretty));
+    }
+    let outcome = delete_object(
+        &ctx.state,
+        info,
+        ctx.target.namespace.as_deref(),
+        &name,
+        &opts,
+    )
+    .await?;
+    let code = match outcome {
+        Outcome::Deleted(_) => StatusCode::OK,
+        _ => StatusCode::OK,
+    };
+    let out = convert::outgoing(info, outcome.into_object());
+    Ok(json_response(code, &out, ctx.pretty))
+}
+
+pub async fn delete_collection(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
+    let info = ctx.target.info;
+    let opts = DeleteOptions::from_request(&ctx, body)?;
+    let filter = Filter::parse(
+        info,
+        ctx.query.label_selector.as_deref(),
+        ctx.query.field_selector.as_deref(),
+    )?;
+    let listed = read::list_objects(&ctx, &filter)?;
+    let dry_run = ctx.query.is_dry_run()?;
+    let mut items = Vec::new();
+    for obj in listed.items {
+        let name = object::name(&obj).to_string();
+        let ns = object::namespace(&obj).map(str::to_string);
+        if dry_run {
+            items.push(convert::outgoing(info, obj));
+            continue;
+        }
+        match delete_object(&ctx.state, info, ns.as_deref(), &name, &opts).await {
+            Ok(outcome) => items.push(convert::outgoing(info, outcome.into_object())),
+            Err(ApiError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let body = json!({
+        "kind": info.list_kind,
+        "apiVersion": info.api_version(),
+        "metadata": {"resourceVersion": ctx.state.objects.store().revision().to_string()},
+        "items": items,
+    });
+    Ok(json_response(StatusCode::OK, &body, ctx.pretty))
+}

@@ -1,0 +1,208 @@
+//! Request dispatch: one entry point that reads the path, authenticates, and hands the request
+//! to the handler of its verb. Also the JSON response helpers every handler uses.
+
+mod delete;
+mod read;
+mod subresource;
+mod watch;
+mod write;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+use crate::request::{parse_target, Query, Target};
+use crate::state::AppState;
+use crate::{discovery, openapi};
+
+/// Largest request body accepted (upstream's 3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// What every handler gets.
+pub struct Ctx {
+    pub state: AppState,
+    pub target: Target,
+    pub query: Query,
+    pub headers: HeaderMap,
+    pub pretty: bool,
+}
+
+/// A JSON response; pretty-printed for curl-like user agents and `?pretty=true`, as upstream.
+pub fn json_response(code: StatusCode, value: &Value, pretty: bool) -> Response {
+    let mut body = if pretty {
+        serde_json::to_vec_pretty(value).unwrap_or_default()
+    } else {
+        serde_json::to_vec(value).unwrap_or_default()
+    };
+    body.push(b'\n');
+    let mut resp = (code, body).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// Add `Warning: 299 - "…"` headers.
+pub fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let text = format!("299 - {}", serde_json::Value::String(w.clone()));
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
+fn wants_pretty(headers: &HeaderMap, query: Option<&str>) -> bool {
+    let ua = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let by_query = query.is_some_and(|q| {
+        q.split('&')
+            .any(|p| matches!(p, "pretty=true" | "pretty=1" | "pretty"))
+    });
+    by_query || ua.starts_with("curl") || ua.starts_with("Wget") || ua.starts_with("Mozilla/5.0")
+}
+
+fn authenticated(state: &AppState, headers: &HeaderMap) -> bool {
+    let Some(tokens) = &state.tokens else {
+        return true;
+    };
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| tokens.contains(t.trim()))
+}
+
+fn plain_not_found() -> Response {
+    let mut resp = (StatusCode::NOT_FOUND, "404 page not found\n").into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp
+}
+
+/// The single entry point for every request.
+pub async fn dispatch(
+    State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let path = uri.path().to_string();
+    if matches!(path.as_str(), "/healthz" | "/livez" | "/readyz") {
+        return (StatusCode::OK, "ok").into_response();
+    }
+    if !authenticated(&state, &headers) {
+        return ApiError::Unauthorized.into_response();
+    }
+    let pretty = wants_pretty(&headers, uri.query());
+    match route(state, method, &path, uri.query(), headers, body, pretty).await {
+        Ok(resp) => resp,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn read_body(body: Body) -> ApiResult<Bytes> {
+    axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| ApiError::TooLarge(MAX_BODY))
+}
+
+async fn route(
+    state: AppState,
+    method: Method,
+    path: &str,
+    raw_query: Option<&str>,
+    headers: HeaderMap,
+    body: Body,
+    pretty: bool,
+) -> ApiResult<Response> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["version"] => return Ok(json_response(StatusCode::OK, &discovery::version(), pretty)),
+        ["api"] => return discovery::api(&headers, pretty),
+        ["apis"] => return discovery::apis(&headers, pretty),
+        ["openapi", "v3", rest @ ..] => return openapi::serve(rest, raw_query, &headers),
+        ["openapi", "v2"] => return Ok(plain_not_found()),
+        ["api", "v1"] => return discovery::resource_list("", "v1", pretty),
+        ["apis", group] => {
+            return discovery::group(group, pretty).map_or_else(|| Ok(plain_not_found()), Ok)
+        }
+        ["apis", group, version] => {
+            return discovery::resource_list(group, version, pretty)
+                .or_else(|_| Ok(plain_not_found()))
+        }
+        ["api", "v1", rest @ ..] => ("", "v1", rest.join("/")),
+        ["apis", group, version, rest @ ..]
+            if tinykube_proto::registry::versions(group).contains(version) =>
+        {
+            (*group, *version, rest.join("/"))
+        }
+        _ => return Ok(plain_not_found()),
+    };
+    let target = parse_target(group, version, &rest).ok_or(ApiError::NoSuchResource)?;
+    let query = Query::parse(raw_query)?;
+    let ctx = Ctx {
+        state,
+        target,
+        query,
+        headers,
+        pretty,
+    };
+    let verb_allowed = |verb: &str| ctx.target.info.verbs.contains(&verb);
+    let sub = ctx.target.subresource.clone();
+    let has_name = ctx.target.name.is_some();
+    match (method, has_name, sub.as_deref()) {
+        (Method::GET, false, None) if ctx.query.is_watch() => watch::watch(ctx).await,
+        (Method::GET, false, None) if verb_allowed("list") => read::list(ctx),
+        (Method::GET, true, None) if ctx.query.is_watch() => watch::watch(ctx).await,
+        (Method::GET, true, None) if verb_allowed("get") => read::get(ctx),
+        (Method::GET, true, Some("status")) => read::get(ctx),
+        (Method::GET, true, Some("scale")) => subresource::get_scale(ctx),
+        (Method::POST, false, None) if ctx.target.info.plural == "bindings" => {
+            subresource::binding(ctx, &read_body(body).await?).await
+        }
+        (Method::POST, false, None) if verb_allowed("create") => {
+            write::create(ctx, &read_body(body).await?).await
+        }
+        (Method::POST, true, Some("binding")) => {
+            subresource::binding(ctx, &read_body(body).await?).await
+        }
+        (Method::POST, true, Some("eviction")) => {
+            subresource::eviction(ctx, &read_body(body).await?).await
+        }
+        (Method::PUT, true, Some("scale")) => {
+            subresource::update_scale(ctx, &read_body(body).await?, false).await
+        }
+        (Method::PATCH, true, Some("scale")) => {
+            subresource::update_scale(ctx, &read_body(body).await?, true).await
+        }
+        (Method::PUT, true, None | Some("status") | Some("finalize"))
+            if verb_allowed("update") || sub.is_some() =>
+        {
+            write::update(ctx, &read_body(body).await?).await
+        }
+        (Method::PATCH, true, None | Some("status")) if verb_allowed("patch") || sub.is_some() => {
+            write::patch(ctx, &read_body(body).await?).await
+        }
+        (Method::DELETE, true, None) if verb_allowed("delete") => {
+            delete::delete(ctx, &read_body(body).await?).await
+        }
+        (Method::DELETE, false, None) if verb_allowed("deletecollection") => {
+            delete::delete_collection(ctx, &read_body(body).await?).await
+        }
+        (method, _, _) => Err(ApiError::MethodNotAllowed(format!(
+            "the server does not allow this method on the requested resource ({method})"
+        ))),
+    }
+}

@@ -1,0 +1,394 @@
+//! Subresources with their own logic: pods/binding (and `bindings`), pods/eviction honouring
+//! PodDisruptionBudgets, and the scale view of Deployments and ReplicaSets.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use chrono::Utc;
+use serde_json::{json, Value};
+use tinykube_proto::labels::Selector;
+use tinykube_proto::registry::{self, ResourceInfo};
+
+use super::delete::{delete_object, DeleteOptions};
+use super::write::{admit_body, FieldValidation};
+use super::{json_response, Ctx};
+use crate::error::{ApiError, ApiResult, Qualified};
+use crate::object::{self, meta_mut};
+use crate::request::{body_format, decode_body, BodyFormat};
+use crate::storage::Change;
+
+fn success(code: StatusCode) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code.as_u16()})
+}
+
+fn pods() -> &'static ResourceInfo {
+    registry::lookup("", "v1", "pods").expect("pods are served")
+}
+
+fn decode_as(ctx: &Ctx, body: &[u8], kind_info: &ResourceInfo, expected: &str) -> ApiResult<Value> {
+    let format = body_format(&ctx.headers)?;
+    if !matches!(format, BodyFormat::Json | BodyFormat::Yaml) {
+        return Err(ApiError::UnsupportedMediaType(
+            "application/json, application/yaml".into(),
+        ));
+    }
+    let raw = decode_body(body, format, expected)?;
+    Ok(admit_body(kind_info, raw, FieldValidation::Ignore)?.0)
+}
+
+/// Assign a pod to a node, as the scheduler does through pods/binding.
+pub async fn binding(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
+    let binding_info = registry::lookup("", "v1", "bindings").expect("bindings are served");
+    let binding = decode_as(&ctx, body, binding_info, "Binding")?;
+    let pod_name = ctx
+        .target
+        .name
+        .clone()
+        .unwrap_or_else(|| object::name(&binding).to_string());
+    if pod_name.is_empty() {
+        return Err(ApiError::BadRequest("binding has no pod name".into()));
+    }
+    let node = binding
+        .pointer("/target/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if node.is_empty() {
+        return Err(ApiError::invalid(
+            binding_info,
+            &pod_name,
+            vec![crate::registry::field::FieldError::required(
+                "target.name",
+                "",
+            )],
+        ));
+    }
+    let annotations = binding
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .cloned();
+    let info = pods();
+    let conflict = |reason: String| ApiError::Conflict {
+        resource: Qualified::of(info),
+        name: pod_name.clone(),
+        reason,
+    };
+    ctx.state
+        .objects
+        .update(
+            info,
+            ctx.target.namespace.as_deref(),
+            &pod_name,
+            |current| {
+                if object::is_deleting(&current) {
+                    return Err(conflict(format!(
+                        "pod {pod_name} is being deleted, cannot be assigned to a host"
+                    )));
+                }
+                if let Some(existing) = current
+                    .pointer("/spec/nodeName")
+                    .and_then(Value::as_str)
+                    .filter(|n| !n.is_empty())
+                {
+                    return Err(conflict(format!(
+                        "pod {pod_name} is already assigned to node {existing:?}"
+                    )));
+                }
+                let mut pod = current.clone();
+                if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.insert("nodeName".into(), node.clone().into());
+                }
+                if let Some(a) = &annotations {
+                    let meta = meta_mut(&mut pod);
+                    let target = meta.entry("annotations").or_insert_with(|| json!({}));
+                    if let Some(t) = target.as_object_mut() {
+                        for (k, v) in a {
+                            t.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                set_condition(
+                    &mut pod,
+                    json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null,
+                       "lastTransitionTime": object::timestamp(Utc::now())}),
+                );
+                Ok(Change::Write(pod))
+            },
+        )
+        .await?;
+    Ok(json_response(
+        StatusCode::CREATED,
+        &success(StatusCode::CREATED),
+        ctx.pretty,
+    ))
+}
+
+fn set_condition(pod: &mut Value, condition: Value) {
+    let Some(map) = pod.as_object_mut() else {
+        return;
+    };
+    let status = map.entry("status").or_insert_with(|| json!({}));
+    let Some(status) = status.as_object_mut() else {
+        return;
+    };
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    if let Some(list) = conditions.as_array_mut() {
+        let kind = condition.get("type").cloned();
+        match list.iter_mut().find(|c| c.get("type") == kind.as_ref()) {
+            Some(c) => *c = condition,
+            None => list.push(condition),
+        }
+    }
+}
+
+/// Evict a pod unless a PodDisruptionBudget forbids it (429).
+pub async fn eviction(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
+    let eviction_info = &EVICTION;
+    let eviction = decode_as(&ctx, body, eviction_info, "Eviction")?;
+    let info = pods();
+    let ns = ctx.target.namespace.clone();
+    let name = ctx.target.name.clone().unwrap_or_default();
+    let pod = ctx.state.objects.get(info, ns.as_deref(), &name)?;
+    let opts = eviction
+        .get("deleteOptions")
+        .map(DeleteOptions::from_value)
+        .unwrap_or_default();
+    let finished = matches!(
+        pod.pointer("/status/phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    );
+    if !finished && !object::is_deleting(&pod) {
+        take_disruption(&ctx, &pod).await?;
+    }
+    delete_object(&ctx.state, info, ns.as_deref(), &name, &opts).await?;
+    Ok(json_response(
+        StatusCode::CREATED,
+        &success(StatusCode::CREATED),
+        ctx.pretty,
+    ))
+}
+
+/// The resource-like facts of policy/v1 Eviction, for decoding its body.
+static EVICTION: ResourceInfo = ResourceInfo {
+    group: "policy",
+    version: "v1",
+    kind: "Eviction",
+    list_kind: "EvictionList",
+    plural: "evictions",
+    singular: "eviction",
+    short_names: &[],
+    categories: &[],
+    namespaced: true,
+    verbs: &["create"],
+    subresources: &[],
+    has_generation: false,
+};
+
+/// Spend one allowed disruption of the pod's budget, or refuse with 429.
+async fn take_disruption(ctx: &Ctx, pod: &Value) -> ApiResult<()> {
+    let pdb_info = registry::lookup("policy", "v1", "poddisruptionbudgets").expect("served");
+    let ns = object::namespace(pod).unwrap_or("default").to_string();
+    let labels = object::labels(pod);
+    let budgets: Vec<Value> = ctx
+        .state
+        .objects
+        .list(pdb_info, Some(&ns), None, None)?
+        .items
+        .into_iter()
+        .filter(|pdb| {
+            let Some(sel) = pdb.pointer("/spec/selector") else {
+                return false;
+            };
+            serde_json::from_value(sel.clone())
+                .ok()
+                .and_then(|s| Selector::from_label_selector(&s).ok())
+                .is_some_and(|s| !s.is_everything() && s.matches(&labels))
+        })
+        .collect();
+    if budgets.len() > 1 {
+        return Err(ApiError::Internal(
+            "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.".into(),
+        ));
+    }
+    let Some(pdb) = budgets.into_iter().next() else {
+        return Ok(());
+    };
+    let pdb_name = object::name(&pdb).to_string();
+    let pod_name = object::name(pod).to_string();
+    let refuse = |pdb: &Value| {
+        let desired = pdb
+            .pointer("/status/desiredHealthy")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let current = pdb
+            .pointer("/status/currentHealthy")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        ApiError::TooManyRequests {
+            message: "Cannot evict pod as it would violate the pod's disruption budget.".into(),
+            causes: vec![(
+                "DisruptionBudget".into(),
+                format!(
+                    "The disruption budget {} needs {desired} healthy pods and has {current} currently",
+                    object::name(pdb)
+                ),
+            )],
+        }
+    };
+    ctx.state
+        .objects
+        .update(pdb_info, Some(&ns), &pdb_name, |current| {
+            let generation = current
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let observed = current
+                .pointer("/status/observedGeneration")
+                .and_then(Value::as_i64)
+                .unwrap_or(-1);
+            if observed < generation {
+                return Err(ApiError::TooManyRequests {
+                    message: "Cannot evict pod as it would violate the pod's disruption budget."
+                        .into(),
+                    causes: vec![(
+                        "DisruptionBudget".into(),
+                        "The disruption budget is still being processed by the server.".into(),
+                    )],
+                });
+            }
+            let allowed = current
+                .pointer("/status/disruptionsAllowed")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            if allowed <= 0 {
+                return Err(refuse(&current));
+            }
+            let mut next = current.clone();
+            if let Some(status) = next.get_mut("status").and_then(Value::as_object_mut) {
+                status.insert("disruptionsAllowed".into(), (allowed - 1).into());
+                let disrupted = status.entry("disruptedPods").or_insert_with(|| json!({}));
+                if let Some(d) = disrupted.as_object_mut() {
+                    d.insert(pod_name.clone(), object::timestamp(Utc::now()).into());
+                }
+            }
+            Ok(Change::Write(next))
+        })
+        .await?;
+    Ok(())
+}
+
+fn scale_view(info: &ResourceInfo, obj: &Value) -> Value {
+    let selector = obj
+        .pointer("/spec/selector")
+        .and_then(|s| serde_json::from_value(s.clone()).ok())
+        .and_then(|s| Selector::from_label_selector(&s).ok())
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let mut scale_meta = serde_json::Map::new();
+    for k in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = meta.get(k) {
+            scale_meta.insert(k.into(), v.clone());
+        }
+    }
+    let _ = info;
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": scale_meta,
+        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(1))},
+        "status": {
+            "replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
+            "selector": selector,
+        },
+    })
+}
+
+pub fn get_scale(ctx: Ctx) -> ApiResult<Response> {
+    let info = ctx.target.info;
+    let name = ctx.target.name.clone().unwrap_or_default();
+    let obj = ctx
+        .state
+        .objects
+        .get(info, ctx.target.namespace.as_deref(), &name)?;
+    Ok(json_response(
+        StatusCode::OK,
+        &scale_view(info, &obj),
+        ctx.pretty,
+    ))
+}
+
+/// PUT or PATCH of the scale subresource: only `spec.replicas` reaches the object.
+pub async fn update_scale(ctx: Ctx, body: &[u8], is_patch: bool) -> ApiResult<Response> {
+    let info = ctx.target.info;
+    let name = ctx.target.name.clone().unwrap_or_default();
+    let ns = ctx.target.namespace.clone();
+    let format = body_format(&ctx.headers)?;
+    let doc: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "error decoding body: {}",
+            crate::request::json_error(&e)
+        ))
+    })?;
+    let outcome = ctx
+        .state
+        .objects
+        .update(info, ns.as_deref(), &name, |current| {
+            let view = scale_view(info, &current);
+            let scale = if is_patch {
+                match format {
+                    BodyFormat::JsonPatch => tinykube_proto::patch::json_patch(&view, &doc)
+                        .map_err(|e| ApiError::BadRequest(e.to_string()))?,
+                    BodyFormat::MergePatch | BodyFormat::StrategicMergePatch => {
+                        tinykube_proto::patch::merge_patch(&view, &doc)
+                    }
+                    _ => {
+                        return Err(ApiError::UnsupportedMediaType(
+                            "application/merge-patch+json".into(),
+                        ))
+                    }
+                }
+            } else {
+                doc.clone()
+            };
+            if let Some(rv) = scale
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+            {
+                if Some(rv) != object::resource_version(&current) {
+                    return Err(ApiError::conflict(info, &name));
+                }
+            }
+            let replicas = scale
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            if replicas < 0 {
+                return Err(ApiError::invalid(
+                    info,
+                    &name,
+                    vec![crate::registry::field::FieldError::invalid(
+                        "spec.replicas",
+                        replicas,
+                        "must be greater than or equal to 0",
+                    )],
+                ));
+            }
+            let mut next = current.clone();
+            if let Some(spec) = next.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.insert("replicas".into(), replicas.into());
+            }
+            super::write::apply_update(info, None, &current, next)
+        })
+        .await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &scale_view(info, &outcome.into_object()),
+        ctx.pretty,
+    ))
+}

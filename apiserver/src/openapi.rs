@@ -1,0 +1,345 @@
+//! OpenAPI v3: the root index and one document per group version, with the operations kubectl
+//! looks for (a PATCH that takes `fieldValidation`, tagged with its group-version-kind) and the
+//! schemas `kubectl explain` reads, generated from the k8s-openapi types.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use schemars::generate::SchemaSettings;
+use schemars::JsonSchema;
+use serde_json::{json, Map, Value};
+use tinykube_proto::api::api::{
+    apps::v1 as apps, coordination::v1 as coordination, core::v1 as core,
+};
+use tinykube_proto::api::api::{
+    events::v1 as events, policy::v1 as policy, scheduling::v1 as scheduling,
+};
+use tinykube_proto::registry::{self, ResourceInfo};
+
+use crate::error::ApiResult;
+
+/// A served group version's document and its hash.
+struct Doc {
+    body: Vec<u8>,
+    hash: String,
+}
+
+fn hash_hex(bytes: &[u8]) -> String {
+    // Two FNV-1a passes with different seeds: a stable content hash for cache URLs.
+    let h = |seed: u64| {
+        bytes
+            .iter()
+            .fold(seed, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100000001b3))
+    };
+    format!(
+        "{:016X}{:016X}",
+        h(0xcbf29ce484222325),
+        h(0x84222325cbf29ce4)
+    )
+}
+
+/// Path segment of a group version in `/openapi/v3/<here>`.
+fn gv_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
+}
+
+fn served_gvs() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&'static str, &'static str)> = Vec::new();
+    for r in registry::RESOURCES {
+        if !out.contains(&(r.group, r.version)) {
+            out.push((r.group, r.version));
+        }
+    }
+    out
+}
+
+fn docs() -> &'static BTreeMap<String, Doc> {
+    static DOCS: OnceLock<BTreeMap<String, Doc>> = OnceLock::new();
+    DOCS.get_or_init(|| {
+        served_gvs()
+            .into_iter()
+            .map(|(g, v)| {
+                let body = serde_json::to_vec(&document(g, v)).unwrap_or_default();
+                let hash = hash_hex(&body);
+                (gv_path(g, v), Doc { body, hash })
+            })
+            .collect()
+    })
+}
+
+fn schemas_for(group: &str) -> Map<String, Value> {
+    let mut gen = SchemaSettings::openapi3().into_generator();
+    fn add<T: JsonSchema>(gen: &mut schemars::SchemaGenerator) {
+        let _ = gen.subschema_for::<T>();
+    }
+    match group {
+        "" => {
+            add::<core::Pod>(&mut gen);
+            add::<core::Node>(&mut gen);
+            add::<core::Namespace>(&mut gen);
+            add::<core::Event>(&mut gen);
+            add::<core::ConfigMap>(&mut gen);
+            add::<core::Binding>(&mut gen);
+            add::<tinykube_proto::api::apimachinery::pkg::apis::meta::v1::Status>(&mut gen);
+        }
+        "apps" => {
+            add::<apps::Deployment>(&mut gen);
+            add::<apps::ReplicaSet>(&mut gen);
+            add::<apps::DaemonSet>(&mut gen);
+            add::<apps::ControllerRevision>(&mut gen);
+            add::<tinykube_proto::api::api::autoscaling::v1::Scale>(&mut gen);
+        }
+        "coordination.k8s.io" => add::<coordination::Lease>(&mut gen),
+        "events.k8s.io" => add::<events::Event>(&mut gen),
+        "policy" => {
+            add::<policy::PodDisruptionBudget>(&mut gen);
+            add::<policy::Eviction>(&mut gen);
+        }
+        "scheduling.k8s.io" => add::<scheduling::PriorityClass>(&mut gen),
+        _ => {}
+    }
+    gen.take_definitions(true)
+}
+
+fn schema_name(info: &ResourceInfo) -> String {
+    let package = match info.group {
+        "" => "core".to_string(),
+        "coordination.k8s.io" => "coordination".to_string(),
+        "events.k8s.io" => "events".to_string(),
+        "scheduling.k8s.io" => "scheduling".to_string(),
+        g => g.to_string(),
+    };
+    format!("io.k8s.api.{package}.{}.{}", info.version, info.kind)
+}
+
+fn param(name: &str, location: &str, description: &str) -> Value {
+    let mut p = json!({"name": name, "in": location, "description": description,
+                       "schema": {"type": "string", "uniqueItems": true}});
+    if location == "path" {
+        p["required"] = true.into();
+    }
+    p
+}
+
+fn operation(
+    info: &ResourceInfo,
+    action: &str,
+    verb_word: &str,
+    query: &[&str],
+    body: bool,
+) -> Value {
+    let gvk = json!({"group": info.group, "version": info.version, "kind": info.kind});
+    let reference = json!({"$ref": format!("#/components/schemas/{}", schema_name(info))});
+    let mut op = json!({
+        "description": format!("{verb_word} {}", info.kind),
+        "operationId": format!("{action}{}", info.kind),
+        "parameters": query.iter().map(|q| param(q, "query", q)).collect::<Vec<_>>(),
+        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": reference.clone()}}}},
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": gvk,
+    });
+    if body {
+        let content = if action == "patch" {
+            let patch =
+                json!({"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Patch"});
+            // Strategic merge patch is served, but not announced here: kubectl then computes
+            // apply patches from its built-in types, which carry the merge keys.
+            json!({
+                "application/json-patch+json": {"schema": patch.clone()},
+                "application/merge-patch+json": {"schema": patch},
+            })
+        } else {
+            json!({"application/json": {"schema": reference}})
+        };
+        op["requestBody"] = json!({"content": content, "required": true});
+    }
+    op
+}
+
+fn paths(info: &ResourceInfo) -> Vec<(String, Value)> {
+    let base = if info.group.is_empty() {
+        format!("/api/{}", info.version)
+    } else {
+        format!("/apis/{}/{}", info.group, info.version)
+    };
+    let scope = if info.namespaced {
+        format!("{base}/namespaces/{{namespace}}/{}", info.plural)
+    } else {
+        format!("{base}/{}", info.plural)
+    };
+    let write_q: &[&str] = &["dryRun", "fieldManager", "fieldValidation"];
+    let mut collection = Map::new();
+    if info.verbs.contains(&"list") {
+        collection.insert(
+            "get".into(),
+            operation(
+                info,
+                "list",
+                "list or watch objects of kind",
+                &[
+                    "labelSelector",
+                    "fieldSelector",
+                    "limit",
+                    "continue",
+                    "watch",
+                    "resourceVersion",
+                ],
+                false,
+            ),
+        );
+    }
+    if info.verbs.contains(&"create") {
+        collection.insert(
+            "post".into(),
+            operation(info, "create", "create a", write_q, true),
+        );
+    }
+    let mut item = Map::new();
+    if info.verbs.contains(&"get") {
+        item.insert(
+            "get".into(),
+            operation(info, "get", "read the specified", &[], false),
+        );
+    }
+    if info.verbs.contains(&"update") {
+        item.insert(
+            "put".into(),
+            operation(info, "put", "replace the specified", write_q, true),
+        );
+    }
+    if info.verbs.contains(&"delete") {
+        item.insert(
+            "delete".into(),
+            operation(
+                info,
+                "delete",
+                "delete a",
+                &["dryRun", "gracePeriodSeconds", "propagationPolicy"],
+                false,
+            ),
+        );
+    }
+    if info.verbs.contains(&"patch") {
+        item.insert(
+            "patch".into(),
+            operation(
+                info,
+                "patch",
+                "partially update the specified",
+                &["dryRun", "fieldManager", "fieldValidation", "force"],
+                true,
+            ),
+        );
+    }
+    let mut out = Vec::new();
+    if !collection.is_empty() {
+        out.push((scope.clone(), Value::Object(collection)));
+    }
+    if !item.is_empty() {
+        out.push((format!("{scope}/{{name}}"), Value::Object(item)));
+    }
+    out
+}
+
+fn document(group: &str, version: &str) -> Value {
+    let mut schemas = schemas_for(group);
+    let mut all_paths = Map::new();
+    for info in registry::group_version(group, version) {
+        for (p, item) in paths(info) {
+            all_paths.insert(p, item);
+        }
+        if let Some(Value::Object(s)) = schemas.get_mut(&schema_name(info)) {
+            s.insert(
+                "x-kubernetes-group-version-kind".into(),
+                json!([{"group": info.group, "kind": info.kind, "version": info.version}]),
+            );
+        }
+    }
+    schemas.insert(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Patch".into(),
+        json!({"description": "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.", "type": "object"}),
+    );
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "1.36"},
+        "paths": all_paths,
+        "components": {"schemas": schemas},
+    })
+}
+
+fn root() -> Value {
+    let paths: Map<String, Value> = docs()
+        .iter()
+        .map(|(path, doc)| {
+            (
+                path.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={}", doc.hash)}),
+            )
+        })
+        .collect();
+    json!({ "paths": paths })
+}
+
+/// Serve `/openapi/v3` and `/openapi/v3/<group version>`.
+pub fn serve(rest: &[&str], query: Option<&str>, _headers: &HeaderMap) -> ApiResult<Response> {
+    if rest.is_empty() || rest == [""] {
+        let mut body = serde_json::to_vec(&root()).unwrap_or_default();
+        body.push(b'\n');
+        let mut resp = (StatusCode::OK, body).into_response();
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        return Ok(resp);
+    }
+    let path = rest.join("/");
+    let Some(doc) = docs().get(&path) else {
+        return Ok(StatusCode::NOT_FOUND.into_response());
+    };
+    let asked = query
+        .unwrap_or("")
+        .split('&')
+        .find_map(|p| p.strip_prefix("hash="));
+    let etag = HeaderValue::from_str(&format!("\"{}\"", doc.hash)).ok();
+    let mut resp = match asked {
+        Some(h) if h != doc.hash => {
+            let mut r = StatusCode::MOVED_PERMANENTLY.into_response();
+            if let Ok(loc) = HeaderValue::from_str(&format!("/openapi/v3/{path}?hash={}", doc.hash))
+            {
+                r.headers_mut().insert(header::LOCATION, loc);
+            }
+            r
+        }
+        Some(_) => {
+            let mut r = (StatusCode::OK, doc.body.clone()).into_response();
+            r.headers_mut().insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, immutable"),
+            );
+            r
+        }
+        None => {
+            let mut r = (StatusCode::OK, doc.body.clone()).into_response();
+            r.headers_mut().insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("no-cache, private"),
+            );
+            r
+        }
+    };
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Some(e) = etag {
+        h.insert(header::ETAG, e);
+    }
+    Ok(resp)
+}

@@ -1,0 +1,383 @@
+//! What a request asks for: the resource a path names, the query options, the representation the
+//! client accepts and the decoded body.
+
+use axum::http::{header, HeaderMap};
+use serde::Deserialize;
+use serde_json::Value;
+use tinykube_proto::registry::{self, ResourceInfo};
+
+use crate::error::{ApiError, ApiResult};
+
+/// The resource (and maybe object and subresource) a path names.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub info: &'static ResourceInfo,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+/// Parse the part of a path after `/api/v1/` or `/apis/G/V/`. `None`: no such resource.
+pub fn parse_target(group: &str, version: &str, rest: &str) -> Option<Target> {
+    let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let lookup = |plural: &str| registry::lookup(group, version, plural);
+    let cluster = |plural: &str| lookup(plural).map(|info| (info, None));
+    let (info, namespace, tail): (&'static ResourceInfo, Option<String>, &[&str]) = match segs
+        .as_slice()
+    {
+        ["namespaces", ns, plural, tail @ ..] if lookup(plural).is_some_and(|i| i.namespaced) => {
+            (lookup(plural)?, Some((*ns).to_string()), tail)
+        }
+        [plural, tail @ ..] => {
+            let (info, ns) = cluster(plural)?;
+            (info, ns, tail)
+        }
+        [] => return None,
+    };
+    let (name, subresource) = match tail {
+        [] => (None, None),
+        [name] => (Some((*name).to_string()), None),
+        [name, sub] => {
+            info.subresource(sub)?;
+            (Some((*name).to_string()), Some((*sub).to_string()))
+        }
+        _ => return None,
+    };
+    Some(Target {
+        info,
+        namespace,
+        name,
+        subresource,
+    })
+}
+
+/// Query options of list, watch, get, create, update, patch and delete.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Query {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub limit: Option<String>,
+    #[serde(rename = "continue")]
+    pub continue_: Option<String>,
+    pub watch: Option<String>,
+    pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+    pub timeout_seconds: Option<String>,
+    pub allow_watch_bookmarks: Option<String>,
+    pub send_initial_events: Option<String>,
+    pub include_object: Option<String>,
+    pub dry_run: Option<String>,
+    pub field_validation: Option<String>,
+    pub field_manager: Option<String>,
+    pub grace_period_seconds: Option<String>,
+    pub propagation_policy: Option<String>,
+    pub orphan_dependents: Option<String>,
+    pub pretty: Option<String>,
+    pub timeout: Option<String>,
+}
+
+/// Go's strconv.ParseBool, as query booleans are read upstream.
+pub fn truthy(v: &Option<String>) -> bool {
+    matches!(
+        v.as_deref(),
+        Some("1" | "t" | "T" | "true" | "TRUE" | "True")
+    )
+}
+
+impl Query {
+    pub fn parse(raw: Option<&str>) -> ApiResult<Query> {
+        serde_urlencoded_parse(raw.unwrap_or(""))
+    }
+
+    pub fn is_watch(&self) -> bool {
+        truthy(&self.watch)
+    }
+
+    pub fn is_dry_run(&self) -> ApiResult<bool> {
+        match self.dry_run.as_deref() {
+            None | Some("") => Ok(false),
+            Some("All") => Ok(true),
+            Some(other) => Err(ApiError::BadRequest(format!(
+                "Invalid dryRun value: {other:?}; supported values: \"All\""
+            ))),
+        }
+    }
+
+    pub fn int(&self, name: &str, v: &Option<String>) -> ApiResult<Option<i64>> {
+        match v.as_deref() {
+            None | Some("") => Ok(None),
+            Some(s) => s
+                .parse::<i64>()
+                .map(Some)
+                .map_err(|_| ApiError::BadRequest(format!("invalid value for {name}: {s:?}"))),
+        }
+    }
+}
+
+fn serde_urlencoded_parse(raw: &str) -> ApiResult<Query> {
+    // Decode by hand into a map, then into the struct: repeated keys keep the first value.
+    let mut map = serde_json::Map::new();
+    for pair in raw.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let k = percent_decode(k)?;
+        let v = percent_decode(v)?;
+        map.entry(k).or_insert(Value::String(v));
+    }
+    serde_json::from_value(Value::Object(map))
+        .map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))
+}
+
+/// Decode `%XX` escapes and `+` as a space.
+pub fn percent_decode(s: &str) -> ApiResult<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz");
+                let b = u8::from_str_radix(hex, 16).map_err(|_| {
+                    ApiError::BadRequest(format!("invalid URL escape {:?}", &s[i..]))
+                })?;
+                out.push(b);
+                i += 3;
+            }
+            b'%' => {
+                return Err(ApiError::BadRequest(format!(
+                    "invalid URL escape {:?}",
+                    &s[i..]
+                )))
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| ApiError::BadRequest("query is not UTF-8".into()))
+}
+
+/// The representation a client asked for in `Accept`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Representation {
+    /// Plain JSON of the object or list.
+    Object,
+    /// A meta.k8s.io Table of the given version (`v1` or `v1beta1`).
+    Table(&'static str),
+    /// meta.k8s.io PartialObjectMetadata(List).
+    Metadata(&'static str),
+}
+
+/// One entry of an Accept header: type/subtype and its parameters.
+#[derive(Debug, Clone)]
+pub struct MediaRange {
+    pub essence: String,
+    pub params: Vec<(String, String)>,
+}
+
+impl MediaRange {
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn is_json(&self) -> bool {
+        matches!(
+            self.essence.as_str(),
+            "application/json" | "application/*" | "*/*"
+        )
+    }
+}
+
+pub fn accept_ranges(headers: &HeaderMap) -> Vec<MediaRange> {
+    let Some(raw) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return vec![MediaRange {
+            essence: "*/*".into(),
+            params: vec![],
+        }];
+    };
+    raw.split(',')
+        .filter_map(|part| {
+            let mut pieces = part.split(';').map(str::trim);
+            let essence = pieces.next()?.to_ascii_lowercase();
+            if essence.is_empty() {
+                return None;
+            }
+            let params = pieces
+                .filter_map(|p| {
+                    let (k, v) = p.split_once('=')?;
+                    Some((k.trim().to_string(), v.trim().trim_matches('"').to_string()))
+                })
+                .collect();
+            Some(MediaRange { essence, params })
+        })
+        .collect()
+}
+
+/// Pick the first representation of `Accept` this server can produce for a resource.
+pub fn negotiate(headers: &HeaderMap) -> ApiResult<Representation> {
+    let ranges = accept_ranges(headers);
+    for r in &ranges {
+        if !r.is_json() {
+            continue;
+        }
+        match (r.param("as"), r.param("g"), r.param("v")) {
+            (None, _, _) => return Ok(Representation::Object),
+            (Some("Table"), Some("meta.k8s.io"), Some("v1")) => {
+                return Ok(Representation::Table("v1"))
+            }
+            (Some("Table"), Some("meta.k8s.io"), Some("v1beta1")) => {
+                return Ok(Representation::Table("v1beta1"))
+            }
+            (
+                Some("PartialObjectMetadata" | "PartialObjectMetadataList"),
+                Some("meta.k8s.io"),
+                Some("v1"),
+            ) => return Ok(Representation::Metadata("v1")),
+            _ => continue,
+        }
+    }
+    if ranges.iter().any(|r| {
+        r.essence == "application/vnd.kubernetes.protobuf" || r.essence == "application/yaml"
+    }) {
+        // Protobuf and YAML are not produced; JSON is what every client also accepts.
+        return Ok(Representation::Object);
+    }
+    Err(ApiError::NotAcceptable(
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+            .into(),
+    ))
+}
+
+/// Kinds of request bodies by Content-Type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFormat {
+    Json,
+    Yaml,
+    JsonPatch,
+    MergePatch,
+    StrategicMergePatch,
+    ApplyPatch,
+}
+
+pub fn body_format(headers: &HeaderMap) -> ApiResult<BodyFormat> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    Ok(match essence.as_str() {
+        "application/json" | "" | "*/*" => BodyFormat::Json,
+        "application/yaml" => BodyFormat::Yaml,
+        "application/json-patch+json" => BodyFormat::JsonPatch,
+        "application/merge-patch+json" => BodyFormat::MergePatch,
+        "application/strategic-merge-patch+json" => BodyFormat::StrategicMergePatch,
+        "application/apply-patch+yaml" | "application/apply-patch+cbor" => BodyFormat::ApplyPatch,
+        _ => {
+            return Err(ApiError::UnsupportedMediaType(
+                "application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
+            ))
+        }
+    })
+}
+
+/// The first bytes of a body, for error messages (`{"apiVersion":"v1","kind":"Pod ...`).
+fn excerpt(body: &[u8]) -> String {
+    let s = String::from_utf8_lossy(body);
+    let cut: String = s.chars().take(30).collect();
+    if cut.len() < s.len() {
+        format!("{cut} ...")
+    } else {
+        cut
+    }
+}
+
+/// Decode a JSON or YAML object body; `expected` names the kind for the error message.
+pub fn decode_body(body: &[u8], format: BodyFormat, expected: &str) -> ApiResult<Value> {
+    let parsed: Result<Value, String> = match format {
+        BodyFormat::Yaml => serde_yaml_ng::from_slice::<Value>(body).map_err(|e| e.to_string()),
+        _ => serde_json::from_slice::<Value>(body).map_err(|e| json_error(&e)),
+    };
+    match parsed {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err(ApiError::BadRequest(format!(
+            "the object provided is unrecognized (must be of type {expected}): couldn't get version/kind; json parse error: json: cannot unmarshal non-object into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }} ({})",
+            excerpt(body)
+        ))),
+        Err(e) => Err(ApiError::BadRequest(format!(
+            "the object provided is unrecognized (must be of type {expected}): couldn't get version/kind; json parse error: {e} ({})",
+            excerpt(body)
+        ))),
+    }
+}
+
+/// serde_json's message, worded as Go's encoding/json where the meaning is the same.
+pub fn json_error(e: &serde_json::Error) -> String {
+    if e.is_eof() {
+        "unexpected end of JSON input".to_string()
+    } else {
+        e.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_name_resources() {
+        let t = parse_target("", "v1", "namespaces/default/pods/nginx/status").unwrap();
+        assert_eq!(t.info.plural, "pods");
+        assert_eq!(t.namespace.as_deref(), Some("default"));
+        assert_eq!(t.name.as_deref(), Some("nginx"));
+        assert_eq!(t.subresource.as_deref(), Some("status"));
+        let ns = parse_target("", "v1", "namespaces/default").unwrap();
+        assert_eq!(ns.info.plural, "namespaces");
+        assert_eq!(ns.name.as_deref(), Some("default"));
+        let fin = parse_target("", "v1", "namespaces/default/finalize").unwrap();
+        assert_eq!(fin.subresource.as_deref(), Some("finalize"));
+        let all = parse_target("", "v1", "pods").unwrap();
+        assert!(all.namespace.is_none() && all.name.is_none());
+        let node = parse_target("", "v1", "nodes/worker0").unwrap();
+        assert_eq!(node.name.as_deref(), Some("worker0"));
+        assert!(parse_target("", "v1", "foos").is_none());
+        assert!(parse_target("", "v1", "namespaces/default/foos").is_none());
+        assert!(parse_target("", "v1", "pods/x/nope").is_none());
+        let d = parse_target("apps", "v1", "namespaces/ns1/deployments/web/scale").unwrap();
+        assert_eq!(d.info.kind, "Deployment");
+    }
+
+    #[test]
+    fn accept_picks_tables() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ACCEPT,
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(negotiate(&h).unwrap(), Representation::Table("v1"));
+        h.insert(header::ACCEPT, "application/json".parse().unwrap());
+        assert_eq!(negotiate(&h).unwrap(), Representation::Object);
+    }
+
+    #[test]
+    fn query_decodes_escapes() {
+        let q = Query::parse(Some("labelSelector=app%3Dweb%2Ctier+in+(a)&watch=true")).unwrap();
+        assert_eq!(q.label_selector.as_deref(), Some("app=web,tier in (a)"));
+        assert!(q.is_watch());
+        assert!(Query::parse(Some("limit=%zz")).is_err());
+    }
+}

@@ -1,0 +1,29 @@
+//! The server's shared state: a cheap-to-clone handle over the store and settings.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::storage::Objects;
+
+pub struct Shared {
+    pub objects: Objects,
+    /// Bearer tokens accepted; `None`: no authentication.
+    pub tokens: Option<HashSet<String>>,
+    /// Cancelled when the server stops: watches end.
+    pub shutdown: CancellationToken,
+    /// How often a watch with `allowWatchBookmarks` gets a BOOKMARK.
+    pub bookmark_interval: Duration,
+}
+
+#[derive(Clone)]
+pub struct AppState(pub Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}

@@ -1,0 +1,107 @@
+//! The meta.k8s.io Table envelope around the printers' columns and cells, and the metadata-only
+//! (PartialObjectMetadata) views.
+
+use chrono::Utc;
+use serde_json::{json, Map, Value};
+use tinykube_proto::registry::ResourceInfo;
+
+use crate::error::{ApiError, ApiResult};
+use crate::printers;
+
+/// What each row carries besides its cells (`includeObject`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncludeObject {
+    None,
+    Metadata,
+    Object,
+}
+
+impl IncludeObject {
+    pub fn parse(v: Option<&str>) -> ApiResult<Self> {
+        match v {
+            None | Some("") | Some("Metadata") => Ok(IncludeObject::Metadata),
+            Some("None") => Ok(IncludeObject::None),
+            Some("Object") => Ok(IncludeObject::Object),
+            Some(other) => Err(ApiError::BadRequest(format!(
+                "includeObject must be one of None, Metadata, Object; got {other:?}"
+            ))),
+        }
+    }
+}
+
+/// The PartialObjectMetadata of an object.
+pub fn partial_metadata(obj: &Value, meta_version: &str) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": format!("meta.k8s.io/{meta_version}"),
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// One row for an object.
+pub fn row(info: &ResourceInfo, obj: &Value, include: IncludeObject, meta_version: &str) -> Value {
+    let cells = printers::cells(info.group, info.kind, obj, Utc::now());
+    let object = match include {
+        IncludeObject::None => Value::Null,
+        IncludeObject::Metadata => partial_metadata(obj, meta_version),
+        IncludeObject::Object => obj.clone(),
+    };
+    json!({ "cells": cells, "object": object })
+}
+
+/// A Table of objects; `list_meta` is the list's metadata (resourceVersion, continue, …).
+pub fn table(
+    info: &ResourceInfo,
+    objs: &[Value],
+    list_meta: Map<String, Value>,
+    include: IncludeObject,
+    meta_version: &str,
+) -> Value {
+    let columns: Vec<Value> = printers::columns(info.group, info.kind)
+        .iter()
+        .map(|c| c.to_json())
+        .collect();
+    let rows: Vec<Value> = objs
+        .iter()
+        .map(|o| row(info, o, include, meta_version))
+        .collect();
+    json!({
+        "kind": "Table",
+        "apiVersion": format!("meta.k8s.io/{meta_version}"),
+        "metadata": Value::Object(list_meta),
+        "columnDefinitions": columns,
+        "rows": rows,
+    })
+}
+
+/// A Table for a single watch event's object: upstream sends the column definitions only with
+/// the first event of a stream.
+pub fn watch_table(
+    info: &ResourceInfo,
+    obj: &Value,
+    include: IncludeObject,
+    meta_version: &str,
+    with_columns: bool,
+) -> Value {
+    let columns = if with_columns {
+        Value::Array(
+            printers::columns(info.group, info.kind)
+                .iter()
+                .map(|c| c.to_json())
+                .collect(),
+        )
+    } else {
+        Value::Null
+    };
+    let rv = obj
+        .pointer("/metadata/resourceVersion")
+        .cloned()
+        .unwrap_or(Value::Null);
+    json!({
+        "kind": "Table",
+        "apiVersion": format!("meta.k8s.io/{meta_version}"),
+        "metadata": {"resourceVersion": rv},
+        "columnDefinitions": columns,
+        "rows": [row(info, obj, include, meta_version)],
+    })
+}

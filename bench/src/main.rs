@@ -1,0 +1,284 @@
+//! tinykube-bench: starts the real binaries and prints performance figures with their workload,
+//! so runs can be compared over time and against upstream Kubernetes on the same machine.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::Mutex;
+
+#[derive(Parser)]
+#[command(name = "tinykube-bench", about = "Print tinykube performance figures")]
+struct Flags {
+    #[command(subcommand)]
+    bench: Bench,
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// API server: durable creates/s, watch delivery latency, RSS per 10 000 pods.
+    Apiserver {
+        /// Objects created for the creates/s figure.
+        #[arg(long, default_value_t = 4000)]
+        creates: usize,
+        /// Concurrent clients creating.
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        /// Concurrent watchers for the latency figure.
+        #[arg(long, default_value_t = 100)]
+        watchers: usize,
+        /// Pods created one by one while the watchers listen.
+        #[arg(long, default_value_t = 200)]
+        watch_events: usize,
+        /// Pods stored before RSS is read.
+        #[arg(long, default_value_t = 10_000)]
+        pods: usize,
+    },
+}
+
+fn binary(name: &str) -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().context("bench binary has a folder")?;
+    let path = dir.join(name);
+    if !path.exists() {
+        bail!(
+            "{} not found: build it first (cargo build --release --workspace --bins)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+struct Server {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+async fn start_apiserver() -> Result<Server> {
+    let dir = tempfile::tempdir()?;
+    let mut child = Command::new(binary("tinykube-apiserver")?)
+        .args(["--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdout = child.stdout.take().context("stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let line = lines
+        .next_line()
+        .await?
+        .context("apiserver printed nothing")?;
+    let url = line.rsplit(' ').next().context("address")?.to_string();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok(Server {
+        child,
+        url,
+        _dir: dir,
+    })
+}
+
+fn pod(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "labels": {"app": "bench"}},
+           "spec": {"containers": [{"name": "c", "image": "nginx:1.14.2",
+                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}})
+}
+
+/// Create `total` objects with `clients` concurrent clients; returns objects/s.
+async fn create_many(
+    url: &str,
+    path: &str,
+    total: usize,
+    clients: usize,
+    prefix: &str,
+    body: fn(&str) -> Value,
+) -> Result<f64> {
+    let http = reqwest::Client::new();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let http = http.clone();
+        let next = next.clone();
+        let target = format!("{url}{path}");
+        let prefix = prefix.to_string();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= total {
+                    return Ok::<(), anyhow::Error>(());
+                }
+                let resp = http
+                    .post(&target)
+                    .json(&body(&format!("{prefix}-{i}")))
+                    .send()
+                    .await?;
+                if resp.status().as_u16() != 201 {
+                    bail!("create returned {}", resp.status());
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(total as f64 / start.elapsed().as_secs_f64())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+async fn watch_latency(
+    url: &str,
+    watchers: usize,
+    events: usize,
+) -> Result<(Duration, Duration, usize)> {
+    let http = reqwest::Client::new();
+    let ns = format!("{url}/api/v1/namespaces/default/pods");
+    let list: Value = http.get(&ns).send().await?.json().await?;
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("0")
+        .to_string();
+    let sent: Arc<Mutex<std::collections::HashMap<String, Instant>>> = Arc::default();
+    let latencies: Arc<Mutex<Vec<Duration>>> = Arc::default();
+    let mut tasks = Vec::new();
+    for _ in 0..watchers {
+        let resp = http
+            .get(format!(
+                "{ns}?watch=true&resourceVersion={rv}&labelSelector=app%3Dwatch&timeoutSeconds=120"
+            ))
+            .send()
+            .await?;
+        let sent = sent.clone();
+        let latencies = latencies.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut stream = resp.bytes_stream();
+            let mut buf = Vec::new();
+            let mut seen = 0;
+            while let Some(chunk) = stream.next().await {
+                let Ok(chunk) = chunk else { break };
+                buf.extend_from_slice(&chunk);
+                while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = buf.drain(..=pos).collect();
+                    let Ok(ev) = serde_json::from_slice::<Value>(&line) else {
+                        continue;
+                    };
+                    if ev["type"] != "ADDED" {
+                        continue;
+                    }
+                    let name = ev["object"]["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string();
+                    let at = Instant::now();
+                    if let Some(t0) = sent.lock().await.get(&name) {
+                        latencies.lock().await.push(at - *t0);
+                    }
+                    seen += 1;
+                    if seen == events {
+                        return;
+                    }
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for i in 0..events {
+        let name = format!("watch-{i}");
+        let mut body = pod(&name);
+        body["metadata"]["labels"]["app"] = "watch".into();
+        sent.lock().await.insert(name, Instant::now());
+        http.post(&ns).json(&body).send().await?;
+    }
+    for t in tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(60), t).await;
+    }
+    let mut l = latencies.lock().await.clone();
+    l.sort();
+    Ok((percentile(&l, 0.5), percentile(&l, 0.99), l.len()))
+}
+
+fn rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .context("VmRSS")?;
+    Ok(line.split_whitespace().nth(1).context("value")?.parse()?)
+}
+
+async fn bench_apiserver(
+    creates: usize,
+    clients: usize,
+    watchers: usize,
+    watch_events: usize,
+    pods: usize,
+) -> Result<()> {
+    let server = start_apiserver().await?;
+    let pid = server.child.id().context("pid")?;
+    let cm = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}});
+    let rate = create_many(
+        &server.url,
+        "/api/v1/namespaces/default/configmaps",
+        creates,
+        clients,
+        "cm",
+        cm,
+    )
+    .await?;
+    println!("apiserver durable creates: {rate:.0}/s  (workload: {creates} ConfigMaps, {clients} concurrent clients, ack after fsync)");
+    let (p50, p99, n) = watch_latency(&server.url, watchers, watch_events).await?;
+    println!(
+        "apiserver watch latency: p50 {:.2} ms, p99 {:.2} ms  (workload: {watchers} watchers x {watch_events} pod creates, {n} deliveries)",
+        p50.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3
+    );
+    let before = rss_kib(pid)?;
+    let rate = create_many(
+        &server.url,
+        "/api/v1/namespaces/default/pods",
+        pods,
+        clients,
+        "pod",
+        pod,
+    )
+    .await?;
+    let after = rss_kib(pid)?;
+    println!(
+        "apiserver pod creates: {rate:.0}/s  (workload: {pods} pods, {clients} concurrent clients)"
+    );
+    println!(
+        "apiserver RSS: {:.1} MiB with {pods} pods stored ({:.1} MiB before them)",
+        after as f64 / 1024.0,
+        before as f64 / 1024.0
+    );
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    match Flags::parse().bench {
+        Bench::Apiserver {
+            creates,
+            clients,
+            watchers,
+            watch_events,
+            pods,
+        } => bench_apiserver(creates, clients, watchers, watch_events, pods).await,
+    }
+}
