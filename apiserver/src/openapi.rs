@@ -343,3 +343,28 @@ pub fn serve(rest: &[&str], query: Option<&str>, _headers: &HeaderMap) -> ApiRes
     }
     Ok(resp)
 }
+
+/// `/openapi/v2`: an empty document. kubectl reads it (as protobuf) to validate kinds the
+/// server's OpenAPI v3 does not describe; finding nothing there, it leaves the verdict to the
+/// server, which answers as upstream does for an unknown kind.
+pub fn v2(headers: &HeaderMap) -> Response {
+    let wants_json = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/json"));
+    let (body, content_type) = if wants_json {
+        (
+            br#"{"swagger":"2.0","info":{"title":"Kubernetes","version":"v1.36.2"},"paths":{},"definitions":{}}"#.to_vec(),
+            "application/json",
+        )
+    } else {
+        (
+            Vec::new(),
+            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+        )
+    };
+    let mut resp = (StatusCode::OK, body).into_response();
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
+}

@@ -51,7 +51,7 @@ fn every_seed_manifest_applies() {
         "get", "deploy", "fluentd", "-o",
         "jsonpath={.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight}",
     ]);
-    assert_eq!(affinity.ok(), "100");
+    assert_eq!(affinity.ok(), "60");
     let required = server.kubectl(&[
         "get", "deploy", "fluentd", "-o",
         "jsonpath={.spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution}",

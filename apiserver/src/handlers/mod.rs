@@ -133,7 +133,7 @@ async fn route(
         ["api"] => return discovery::api(&headers, pretty),
         ["apis"] => return discovery::apis(&headers, pretty),
         ["openapi", "v3", rest @ ..] => return openapi::serve(rest, raw_query, &headers),
-        ["openapi", "v2"] => return Ok(plain_not_found()),
+        ["openapi", "v2"] => return Ok(openapi::v2(&headers)),
         ["api", "v1"] => return discovery::resource_list("", "v1", pretty),
         ["apis", group] => {
             return discovery::group(group, pretty).map_or_else(|| Ok(plain_not_found()), Ok)

@@ -222,6 +222,7 @@ pub async fn create(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     strategy.default(&mut obj);
     strategy.prepare_for_create(&mut obj);
     fill_system_metadata(info, &mut obj);
+    admission::check_namespace(&ctx.state, info, &obj)?;
     admission::on_create(&ctx.state, info, &mut obj)?;
     for attempt in 0..8 {
         let mut candidate = obj.clone();
@@ -235,7 +236,6 @@ pub async fn create(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         }
         if attempt == 0 {
             warnings.extend(strategy.warnings(&candidate));
-            admission::check_namespace(&ctx.state, info, &candidate)?;
         }
         if dry_run {
             let out = convert::outgoing(info, candidate);

@@ -3,8 +3,12 @@
 //!
 //! Objects are handled as `serde_json::Value` with the fields named as on the wire.
 
+mod cluster;
 pub mod field;
 pub mod names;
+mod pod;
+mod podspec;
+mod workloads;
 
 use field::FieldError;
 use serde_json::Value;
@@ -51,11 +55,111 @@ pub trait Strategy: Send + Sync {
     }
 }
 
-/// A kind with no rules beyond the generic metadata checks.
+/// A kind with no rules of its own (subresource bodies such as Binding).
 pub struct Plain;
 impl Strategy for Plain {}
 
 /// The strategy of a served resource.
-pub fn strategy(_info: &ResourceInfo) -> &'static dyn Strategy {
-    &Plain
+pub fn strategy(info: &ResourceInfo) -> &'static dyn Strategy {
+    use workloads::{Workload, WorkloadStrategy};
+    match (info.group, info.kind) {
+        ("", "Pod") => &pod::PodStrategy,
+        ("", "Node") => &cluster::NodeStrategy,
+        ("", "Namespace") => &cluster::NamespaceStrategy,
+        ("", "ConfigMap") => &cluster::ConfigMapStrategy,
+        ("apps", "Deployment") => &WorkloadStrategy(Workload::Deployment),
+        ("apps", "ReplicaSet") => &WorkloadStrategy(Workload::ReplicaSet),
+        ("apps", "DaemonSet") => &WorkloadStrategy(Workload::DaemonSet),
+        ("policy", "PodDisruptionBudget") => &cluster::PdbStrategy,
+        ("scheduling.k8s.io", "PriorityClass") => &cluster::PriorityClassStrategy,
+        ("", "Event")
+        | ("events.k8s.io", "Event")
+        | ("coordination.k8s.io", "Lease")
+        | ("apps", "ControllerRevision") => &cluster::MetaOnly(names::NameRule::Subdomain),
+        _ => &Plain,
+    }
+}
+
+/// Updates of the main resource keep the stored status.
+pub(crate) fn keep_status(new: &mut Value, old: &Value) {
+    if let Some(m) = new.as_object_mut() {
+        match old.get("status") {
+            Some(s) => m.insert("status".into(), s.clone()),
+            None => m.remove("status"),
+        };
+    }
+}
+
+/// Updates through `status` take only the status; everything else stays as stored.
+pub(crate) fn keep_spec_take_status(new: &mut Value, old: &Value) {
+    let status = new.get("status").cloned();
+    let mut kept = old.clone();
+    if let Some(m) = kept.as_object_mut() {
+        match status {
+            Some(s) => m.insert("status".into(), s),
+            None => m.remove("status"),
+        };
+        // The writer's resourceVersion precondition and metadata stay the new object's own.
+        if let Some(meta) = new.get("metadata") {
+            m.insert("metadata".into(), meta.clone());
+        }
+    }
+    *new = kept;
+}
+
+/// Upstream's warning for the deprecated `node-role.kubernetes.io/master` key in node
+/// selectors and node affinity of a pod spec at `path`.
+pub(crate) fn deprecated_master_warnings(spec: Option<&Value>, path: &str) -> Vec<String> {
+    const OLD: &str = "node-role.kubernetes.io/master";
+    let mut out = Vec::new();
+    let Some(spec) = spec else {
+        return out;
+    };
+    if spec
+        .pointer("/nodeSelector")
+        .and_then(|m| m.get(OLD))
+        .is_some()
+    {
+        out.push(format!(
+            "{path}.nodeSelector[{OLD}]: use \"node-role.kubernetes.io/control-plane\" instead"
+        ));
+    }
+    let na = format!("{path}.affinity.nodeAffinity");
+    let terms = spec
+        .pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+        .and_then(Value::as_array);
+    for (i, term) in terms.into_iter().flatten().enumerate() {
+        for (j, e) in term
+            .get("matchExpressions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if e.get("key").and_then(Value::as_str) == Some(OLD) {
+                out.push(format!(
+                    "{na}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}].matchExpressions[{j}].key: {OLD} is use \"node-role.kubernetes.io/control-plane\" instead"
+                ));
+            }
+        }
+    }
+    let preferred = spec
+        .pointer("/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution")
+        .and_then(Value::as_array);
+    for (i, p) in preferred.into_iter().flatten().enumerate() {
+        for (j, e) in p
+            .pointer("/preference/matchExpressions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if e.get("key").and_then(Value::as_str) == Some(OLD) {
+                out.push(format!(
+                    "{na}.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference.matchExpressions[{j}].key: {OLD} is use \"node-role.kubernetes.io/control-plane\" instead"
+                ));
+            }
+        }
+    }
+    out
 }

@@ -1,2 +1,173 @@
-//! Name and metadata validation shared by every kind: DNS-1123 subdomains and labels,
-//! label and annotation syntax, as upstream's apimachinery validation words it.
+//! Name and metadata validation shared by every kind: DNS-1123 subdomains and labels, label
+//! and annotation syntax, with upstream apimachinery's wording.
+
+use serde_json::Value;
+use tinykube_proto::labels::{validate_key, validate_value};
+
+use super::field::FieldError;
+
+const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+/// Which rule a kind's names follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    Subdomain,
+    Label,
+}
+
+fn is_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// Problems with a DNS-1123 subdomain (empty when valid).
+pub fn subdomain_errors(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.len() > 253 {
+        out.push("must be no more than 253 characters".to_string());
+    }
+    if !s.split('.').all(is_label) {
+        out.push(SUBDOMAIN_MSG.to_string());
+    }
+    out
+}
+
+/// Problems with a DNS-1123 label (empty when valid).
+pub fn label_errors(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.len() > 63 {
+        out.push("must be no more than 63 characters".to_string());
+    }
+    if !is_label(s) {
+        out.push(LABEL_MSG.to_string());
+    }
+    out
+}
+
+/// Validate a name at `field` by `rule`.
+pub fn validate_name(field: &str, name: &str, rule: NameRule) -> Vec<FieldError> {
+    let problems = match rule {
+        NameRule::Subdomain => subdomain_errors(name),
+        NameRule::Label => label_errors(name),
+    };
+    problems
+        .into_iter()
+        .map(|p| FieldError::invalid(field, name, p))
+        .collect()
+}
+
+/// Label keys and values of a map at `field` (`metadata.labels`).
+pub fn validate_labels(field: &str, labels: Option<&Value>) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    let Some(Value::Object(map)) = labels else {
+        return out;
+    };
+    for (k, v) in map {
+        if let Err(e) = validate_key(k) {
+            out.push(FieldError::invalid(field, k.as_str(), e));
+        }
+        let value = v.as_str().unwrap_or("");
+        if let Err(e) = validate_value(value) {
+            out.push(FieldError::invalid(format!("{field}[{k}]"), value, e));
+        }
+    }
+    out
+}
+
+const ANNOTATIONS_MAX: usize = 256 * 1024;
+
+/// Generic ObjectMeta checks: name (unless generated), labels, annotations.
+pub fn validate_object_meta(obj: &Value, rule: NameRule) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if name.is_empty() {
+        errs.push(FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
+    } else {
+        errs.extend(validate_name("metadata.name", name, rule));
+    }
+    errs.extend(validate_labels(
+        "metadata.labels",
+        obj.pointer("/metadata/labels"),
+    ));
+    if let Some(Value::Object(ann)) = obj.pointer("/metadata/annotations") {
+        let mut size = 0;
+        for (k, v) in ann {
+            if let Err(e) = validate_key(k) {
+                errs.push(FieldError::invalid("metadata.annotations", k.as_str(), e));
+            }
+            size += k.len() + v.as_str().map(str::len).unwrap_or(0);
+        }
+        if size > ANNOTATIONS_MAX {
+            errs.push(FieldError::too_long(
+                "metadata.annotations",
+                "",
+                ANNOTATIONS_MAX,
+            ));
+        }
+    }
+    errs
+}
+
+/// `field` must not change between `old` and `new`.
+pub fn immutable(field: &str, new: Option<&Value>, old: Option<&Value>) -> Option<FieldError> {
+    if new != old {
+        let shown = new.cloned().unwrap_or(Value::Null);
+        Some(FieldError::invalid(field, shown, "field is immutable"))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_are_checked_as_upstream_words_them() {
+        let cases = [
+            ("nginx", NameRule::Subdomain, 0),
+            ("192.168.122.20", NameRule::Subdomain, 0),
+            ("Bad_Name", NameRule::Subdomain, 1),
+            ("a.b", NameRule::Label, 1),
+            ("-x", NameRule::Label, 1),
+            ("kube-system", NameRule::Label, 0),
+        ];
+        for (name, rule, n) in cases {
+            assert_eq!(
+                validate_name("metadata.name", name, rule).len(),
+                n,
+                "{name}"
+            );
+        }
+        let e = &validate_name("metadata.name", "Bad_Name", NameRule::Subdomain)[0];
+        assert_eq!(
+            e.message(),
+            format!("Invalid value: \"Bad_Name\": {SUBDOMAIN_MSG}")
+        );
+    }
+
+    #[test]
+    fn object_meta_checks_labels_and_names() {
+        let ok =
+            json!({"metadata": {"name": "x", "labels": {"app": "web", "example.com/tier": ""}}});
+        assert!(validate_object_meta(&ok, NameRule::Subdomain).is_empty());
+        let bad = json!({"metadata": {"labels": {"bad key": "v", "k": "-bad"}}});
+        let errs = validate_object_meta(&bad, NameRule::Subdomain);
+        let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["metadata.name", "metadata.labels", "metadata.labels[k]"]
+        );
+    }
+}

@@ -1,0 +1,247 @@
+//! Cluster kinds: Node (taints, spec/status split), Namespace (finalizers, phase), ConfigMap
+//! (size), PodDisruptionBudget, PriorityClass, and the kinds with only metadata rules.
+
+use serde_json::{json, Value};
+
+use super::field::FieldError;
+use super::names::{validate_object_meta, NameRule};
+use super::{keep_spec_take_status, keep_status, Strategy};
+
+const EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+pub struct NodeStrategy;
+
+impl Strategy for NodeStrategy {
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        keep_status(new, old);
+    }
+
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        keep_spec_take_status(new, old);
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errs = validate_object_meta(obj, NameRule::Subdomain);
+        let mut seen = Vec::new();
+        for (i, t) in obj
+            .pointer("/spec/taints")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let key = t.get("key").and_then(Value::as_str).unwrap_or("");
+            let effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
+            if key.is_empty() {
+                errs.push(FieldError::required(format!("spec.taints[{i}].key"), ""));
+            }
+            if !EFFECTS.contains(&effect) {
+                errs.push(FieldError::not_supported(
+                    format!("spec.taints[{i}].effect"),
+                    effect,
+                    EFFECTS,
+                ));
+            }
+            if seen.contains(&(key, effect)) {
+                errs.push(FieldError::duplicate(
+                    format!("spec.taints[{i}]"),
+                    format!("{key}:{effect}"),
+                ));
+            }
+            seen.push((key, effect));
+        }
+        errs
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
+        self.validate_create(new)
+    }
+}
+
+pub struct NamespaceStrategy;
+
+impl Strategy for NamespaceStrategy {
+    fn default(&self, obj: &mut Value) {
+        if let Some(m) = obj.as_object_mut() {
+            let spec = m.entry("spec").or_insert_with(|| json!({}));
+            if let Some(s) = spec.as_object_mut() {
+                s.entry("finalizers").or_insert(json!(["kubernetes"]));
+            }
+        }
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if let Some(m) = obj.as_object_mut() {
+            m.insert("status".into(), json!({"phase": "Active"}));
+        }
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        keep_status(new, old);
+        // spec.finalizers change only through the finalize subresource.
+        if let (Some(spec), Some(old_f)) = (
+            new.get_mut("spec").and_then(Value::as_object_mut),
+            old.pointer("/spec/finalizers"),
+        ) {
+            spec.insert("finalizers".into(), old_f.clone());
+        }
+    }
+
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        keep_spec_take_status(new, old);
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        validate_object_meta(obj, NameRule::Label)
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
+        validate_object_meta(new, NameRule::Label)
+    }
+}
+
+/// Kinds whose only rules are the metadata ones (Event, Lease, ControllerRevision, …).
+pub struct MetaOnly(pub NameRule);
+
+impl Strategy for MetaOnly {
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        validate_object_meta(obj, self.0)
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
+        validate_object_meta(new, self.0)
+    }
+}
+
+pub struct ConfigMapStrategy;
+
+const CONFIG_MAP_MAX: usize = 1024 * 1024;
+
+impl Strategy for ConfigMapStrategy {
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errs = validate_object_meta(obj, NameRule::Subdomain);
+        let mut size = 0;
+        for field in ["data", "binaryData"] {
+            if let Some(Value::Object(m)) = obj.get(field) {
+                for (k, v) in m {
+                    size += v.as_str().map(str::len).unwrap_or(0);
+                    let ok = !k.is_empty()
+                        && k.len() <= 253
+                        && k.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
+                    if !ok {
+                        errs.push(FieldError::invalid(
+                            format!("{field}[{k}]"),
+                            k.as_str(),
+                            "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+                        ));
+                    }
+                }
+            }
+        }
+        if size > CONFIG_MAP_MAX {
+            errs.push(FieldError::too_long("[]", "", CONFIG_MAP_MAX));
+        }
+        errs
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
+        self.validate_create(new)
+    }
+}
+
+pub struct PdbStrategy;
+
+impl Strategy for PdbStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if let Some(m) = obj.as_object_mut() {
+            m.insert(
+                "status".into(),
+                json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
+            );
+        }
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        keep_status(new, old);
+    }
+
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        keep_spec_take_status(new, old);
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errs = validate_object_meta(obj, NameRule::Subdomain);
+        let has = |k: &str| {
+            obj.pointer(&format!("/spec/{k}"))
+                .is_some_and(|v| !v.is_null())
+        };
+        if has("minAvailable") && has("maxUnavailable") {
+            errs.push(FieldError::invalid(
+                "spec",
+                obj.get("spec").cloned().unwrap_or(Value::Null),
+                "minAvailable and maxUnavailable cannot be both set",
+            ));
+        }
+        errs
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
+        self.validate_create(new)
+    }
+}
+
+pub struct PriorityClassStrategy;
+
+impl Strategy for PriorityClassStrategy {
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errs = validate_object_meta(obj, NameRule::Subdomain);
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if name.starts_with("system-")
+            && !["system-cluster-critical", "system-node-critical"].contains(&name)
+        {
+            errs.push(FieldError::forbidden(
+                "metadata.name",
+                "priority class names with 'system-' prefix are reserved",
+            ));
+        }
+        let value = obj.get("value").and_then(Value::as_i64).unwrap_or(0);
+        if value > 1_000_000_000 && !name.starts_with("system-") {
+            errs.push(FieldError::forbidden(
+                "value",
+                "maximum allowed value of a user defined priority is 1000000000",
+            ));
+        }
+        if let Some(p) = obj.get("preemptionPolicy").and_then(Value::as_str) {
+            if !["PreemptLowerPriority", "Never"].contains(&p) {
+                errs.push(FieldError::not_supported(
+                    "preemptionPolicy",
+                    p,
+                    &["Never", "PreemptLowerPriority"],
+                ));
+            }
+        }
+        errs
+    }
+
+    fn default(&self, obj: &mut Value) {
+        if let Some(m) = obj.as_object_mut() {
+            m.entry("preemptionPolicy")
+                .or_insert(json!("PreemptLowerPriority"));
+        }
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = validate_object_meta(new, NameRule::Subdomain);
+        if new.get("value") != old.get("value") {
+            errs.push(FieldError::forbidden(
+                "value",
+                "may not be changed in an update.",
+            ));
+        }
+        errs
+    }
+}
