@@ -17,6 +17,10 @@ fn pod(name: &str) -> Value {
 #[test]
 fn kubectl_get_pods_watch_streams_changes() {
     let server = ApiServer::start().unwrap();
+    let first = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: first\nspec:\n  containers:\n  - name: c\n    image: nginx\n";
+    server
+        .kubectl_stdin(&["create", "-f", "-"], Some(first))
+        .ok();
     let mut child = Command::new("kubectl")
         .args(["get", "pods", "-w"])
         .env("KUBECONFIG", server.kubeconfig())
@@ -34,8 +38,16 @@ fn kubectl_get_pods_watch_streams_changes() {
             }
         }
     });
-    // Give the watch a moment to be established, then change things from "another shell".
-    std::thread::sleep(Duration::from_millis(700));
+    // Once kubectl has printed the listed pod, it watches from the list's resourceVersion:
+    // nothing changed after this point can be missed.
+    let header = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("kubectl printed the table");
+    assert!(header.starts_with("NAME"), "{header}");
+    let row = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("kubectl listed the first pod");
+    assert!(row.starts_with("first"), "{row}");
     let yaml = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: watched\nspec:\n  containers:\n  - name: c\n    image: nginx\n";
     server
         .kubectl_stdin(&["create", "-f", "-"], Some(yaml))

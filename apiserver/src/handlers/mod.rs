@@ -112,10 +112,29 @@ pub async fn dispatch(
     }
 }
 
+/// How much of an oversized body is read and discarded before answering 413, so the client
+/// sees the answer on a connection still in step; past this the connection is dropped.
+const DRAIN_LIMIT: usize = 64 * 1024 * 1024;
+
 async fn read_body(body: Body) -> ApiResult<Bytes> {
-    axum::body::to_bytes(body, MAX_BODY)
-        .await
-        .map_err(|_| ApiError::TooLarge(MAX_BODY))
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut buf = Vec::new();
+    let mut seen = 0usize;
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| ApiError::BadRequest(format!("reading the request body: {e}")))?;
+        seen += chunk.len();
+        if seen <= MAX_BODY {
+            buf.extend_from_slice(&chunk);
+        } else if seen > DRAIN_LIMIT {
+            break;
+        }
+    }
+    if seen > MAX_BODY {
+        return Err(ApiError::TooLarge(MAX_BODY));
+    }
+    Ok(Bytes::from(buf))
 }
 
 async fn route(
