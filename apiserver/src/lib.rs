@@ -13,6 +13,7 @@ pub mod handlers;
 mod object;
 mod openapi;
 pub mod printers;
+mod protobuf;
 pub mod registry;
 mod request;
 mod state;

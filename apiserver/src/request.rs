@@ -261,6 +261,7 @@ pub fn negotiate(headers: &HeaderMap) -> ApiResult<Representation> {
 pub enum BodyFormat {
     Json,
     Yaml,
+    Protobuf,
     JsonPatch,
     MergePatch,
     StrategicMergePatch,
@@ -281,6 +282,7 @@ pub fn body_format(headers: &HeaderMap) -> ApiResult<BodyFormat> {
     Ok(match essence.as_str() {
         "application/json" | "" | "*/*" => BodyFormat::Json,
         "application/yaml" => BodyFormat::Yaml,
+        "application/vnd.kubernetes.protobuf" => BodyFormat::Protobuf,
         "application/json-patch+json" => BodyFormat::JsonPatch,
         "application/merge-patch+json" => BodyFormat::MergePatch,
         "application/strategic-merge-patch+json" => BodyFormat::StrategicMergePatch,
@@ -308,6 +310,7 @@ fn excerpt(body: &[u8]) -> String {
 pub fn decode_body(body: &[u8], format: BodyFormat, expected: &str) -> ApiResult<Value> {
     let parsed: Result<Value, String> = match format {
         BodyFormat::Yaml => serde_yaml_ng::from_slice::<Value>(body).map_err(|e| e.to_string()),
+        BodyFormat::Protobuf => crate::protobuf::decode(body).map_err(|e| e.to_string()),
         _ => serde_json::from_slice::<Value>(body).map_err(|e| json_error(&e)),
     };
     match parsed {

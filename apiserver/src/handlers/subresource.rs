@@ -26,7 +26,10 @@ fn pods() -> &'static ResourceInfo {
 
 fn decode_as(ctx: &Ctx, body: &[u8], kind_info: &ResourceInfo, expected: &str) -> ApiResult<Value> {
     let format = body_format(&ctx.headers)?;
-    if !matches!(format, BodyFormat::Json | BodyFormat::Yaml) {
+    if !matches!(
+        format,
+        BodyFormat::Json | BodyFormat::Yaml | BodyFormat::Protobuf
+    ) {
         return Err(ApiError::UnsupportedMediaType(
             "application/json, application/yaml".into(),
         ));

@@ -142,7 +142,10 @@ pub fn admit_body(
 fn decode_object(ctx: &Ctx, body: &[u8]) -> ApiResult<(Value, Vec<String>)> {
     let info = ctx.target.info;
     let format = body_format(&ctx.headers)?;
-    if !matches!(format, BodyFormat::Json | BodyFormat::Yaml) {
+    if !matches!(
+        format,
+        BodyFormat::Json | BodyFormat::Yaml | BodyFormat::Protobuf
+    ) {
         return Err(ApiError::UnsupportedMediaType(
             "application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
         ));
