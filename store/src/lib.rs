@@ -1,43 +1,62 @@
 //! sled-backed versioned key-value store: one global revision, compare-and-swap writes,
-//! consistent lists, and watches that replay a bounded history before going live.
+//! consistent lists, and watches that replay a persisted, bounded history before going live.
 //!
-//! Writes are serialized under one short lock that assigns the next revision and applies the
-//! change to sled (one atomic batch: the value and the revision counter) and to the in-memory
-//! index that serves every read. A single flusher task then makes batches of writes durable with
-//! one flush (group commit), publishes their events in revision order, and only then
-//! acknowledges the writers. The watch history lives in memory: after a restart, watches resume
-//! from the revision the store reopened at (older revisions answer `Expired`, so clients
-//! re-list, as upstream clients do on 410).
+//! Layout of the crate:
+//! - `codec`: the records in sled (objects, history events, the revision counter).
+//! - `write`: the write path. One short lock assigns the next revision and applies, in one
+//!   atomic sled batch, the object, its history event and the counter. One flusher task makes
+//!   every write pending at that moment durable with one flush (group commit), then commits the
+//!   batch to the in-memory index that serves every read, publishes its events and acknowledges
+//!   the writers.
+//! - `history`: the retained window of history (by count and age) and its compaction. The
+//!   history is persisted with each write, so a watcher that falls behind the live fan-out
+//!   refills from disk instead of the store keeping events in memory; history from before a
+//!   restart is not served (as upstream's watch cache), so watches from then get `Expired`.
+//! - `watch`: replay from the persisted history, then the live fan-out, with no gap or duplicate.
+//!
+//! Reads (`get`, `list`, `revision`) only ever see durable, committed writes, all as of one
+//! revision. Only this crate touches sled; it knows keys and bytes, never Kubernetes objects.
 
+mod codec;
+mod history;
 mod watch;
+mod write;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::{broadcast, oneshot, Notify};
+use tokio::sync::Notify;
 
 pub use watch::Watch;
+
+use history::Feed;
+use write::{Commit, Writer};
 
 /// Settings of a store.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
     /// Most events kept for watch replay.
     pub history_max_events: usize,
-    /// Oldest event kept for watch replay.
+    /// Oldest event kept for watch replay (measured from when it was committed, or from when the
+    /// store was opened for events written before).
     pub history_max_age: Duration,
     /// Acknowledge writes only once flushed to disk.
     pub durable: bool,
+    /// Events buffered in the live fan-out; a watcher further behind refills from the history.
+    pub fanout_capacity: usize,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
-            history_max_events: 20_000,
+            history_max_events: 100_000,
             history_max_age: Duration::from_secs(300),
             durable: true,
+            fanout_capacity: 1024,
         }
     }
 }
@@ -55,18 +74,24 @@ pub enum StoreError {
     Expired { requested: u64, oldest: u64 },
     #[error("the store is closed")]
     Closed,
+    #[error("the store must be opened inside a tokio runtime")]
+    NoRuntime,
     #[error("opening the database: {0}")]
     Open(#[source] sled::Error),
+    #[error("opening the database log file to sync it: {0}")]
+    OpenLog(#[source] std::io::Error),
     #[error("writing: {0}")]
     Write(#[source] sled::Error),
     #[error("flushing to disk: {0}")]
     Flush(String),
+    #[error("reading the history: {0}")]
+    History(#[source] sled::Error),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
 }
 
 /// A value with the revision of its last modification.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Revisioned {
     pub key: String,
     pub value: Bytes,
@@ -81,12 +106,13 @@ pub enum EventType {
 }
 
 /// One change, as watchers see it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     pub kind: EventType,
     pub key: String,
     /// The new value; for `Deleted`, the last value.
     pub value: Bytes,
+    /// The value before this change (for `Deleted`, the same as `value`).
     pub prev_value: Option<Bytes>,
     pub revision: u64,
 }
@@ -100,134 +126,163 @@ pub struct ListResult {
     pub remaining: usize,
 }
 
-const REV_KEY: &[u8] = b"m/revision";
-const OBJ_PREFIX: &str = "o";
-
-/// What a write returns: its revision, the previous state, and the durability signal.
-type Written = (
-    u64,
-    Option<(u64, Bytes)>,
-    oneshot::Receiver<Result<(), String>>,
-);
-
-struct Index {
-    revision: u64,
-    objects: BTreeMap<String, (u64, Bytes)>,
+/// Counters since the store was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Writes committed.
+    pub writes: u64,
+    /// Group commits: one flush each when durable.
+    pub commits: u64,
 }
 
-struct Pending {
-    events: Vec<Arc<Event>>,
-    waiters: Vec<oneshot::Sender<Result<(), String>>>,
+/// The committed state every read is served from.
+pub(crate) struct Index {
+    pub(crate) revision: u64,
+    pub(crate) objects: BTreeMap<String, (u64, Bytes)>,
 }
 
-/// Published events, for replay, and the fan-out to live watchers.
-pub(crate) struct History {
-    pub(crate) events: VecDeque<(Instant, Arc<Event>)>,
-    /// Watches may start from any revision >= this one.
-    pub(crate) oldest: u64,
-    pub(crate) tx: broadcast::Sender<Arc<Event>>,
+pub(crate) struct Shared {
+    pub(crate) db: sled::Db,
+    /// sled's log file, to `fdatasync` after each flush.
+    pub(crate) db_file: Arc<std::fs::File>,
+    pub(crate) tree: sled::Tree,
+    pub(crate) cfg: StoreConfig,
+    pub(crate) index: RwLock<Index>,
+    pub(crate) writer: Mutex<Writer>,
+    pub(crate) feed: Mutex<Feed>,
+    /// Wakes the flusher when a write is pending or the store closes.
+    pub(crate) wake: Notify,
+    /// The last committed revision, for writers waiting on an earlier in-flight write.
+    pub(crate) commit: tokio::sync::watch::Sender<Commit>,
+    pub(crate) shutdown: tokio::sync::watch::Sender<bool>,
+    pub(crate) tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Committed writes and the group commits (flushes, when durable) they took.
+    pub(crate) writes: AtomicU64,
+    pub(crate) commits: AtomicU64,
 }
 
-struct Shared {
-    db: sled::Db,
-    tree: sled::Tree,
-    cfg: StoreConfig,
-    index: RwLock<Index>,
-    pending: Mutex<Pending>,
-    history: Mutex<History>,
-    wake: Notify,
-    closed: std::sync::atomic::AtomicBool,
+/// The store's locks guard plain state that a panic cannot leave half-updated, so a poisoned
+/// lock is used as is.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(crate) fn read_lock<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(crate) fn write_lock<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Closes the store when the last `Store` handle goes away (watches alone keep it readable).
+struct Handle(Arc<Shared>);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        write::begin_close(&self.0);
+    }
 }
 
 /// Handle to a store; cheap to clone.
 #[derive(Clone)]
-pub struct Store(Arc<Shared>);
-
-fn obj_key(key: &str) -> Vec<u8> {
-    format!("{OBJ_PREFIX}{key}").into_bytes()
-}
-
-fn encode(rev: u64, value: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(8 + value.len());
-    v.extend_from_slice(&rev.to_be_bytes());
-    v.extend_from_slice(value);
-    v
-}
-
-fn decode(raw: &[u8]) -> Result<(u64, Bytes), StoreError> {
-    if raw.len() < 8 {
-        return Err(StoreError::Corrupt(
-            "value shorter than its revision header".into(),
-        ));
-    }
-    let mut rev = [0u8; 8];
-    rev.copy_from_slice(&raw[..8]);
-    Ok((u64::from_be_bytes(rev), Bytes::copy_from_slice(&raw[8..])))
-}
+pub struct Store(Arc<Handle>);
 
 impl Store {
-    /// Open (or create) the store in `dir` and start its flusher on the current tokio runtime.
+    /// Open (or create) the store in `dir` and start its flusher and compactor on the current
+    /// tokio runtime. Reopening a directory in the same process needs the previous store closed
+    /// first (`close().await`), since sled holds a lock on its files until then.
     pub fn open(dir: &Path, cfg: StoreConfig) -> Result<Store, StoreError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| StoreError::NoRuntime)?;
         let db = sled::Config::new()
             .path(dir)
-            .cache_capacity(32 * 1024 * 1024)
+            .cache_capacity(16 * 1024 * 1024)
             .mode(sled::Mode::HighThroughput)
             .open()
             .map_err(StoreError::Open)?;
         let tree = db.open_tree("kv").map_err(StoreError::Open)?;
-        let mut revision = match tree.get(REV_KEY).map_err(StoreError::Open)? {
-            Some(raw) if raw.len() == 8 => {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&raw);
-                u64::from_be_bytes(b)
-            }
-            Some(_) => return Err(StoreError::Corrupt("revision counter".into())),
+        let db_file = std::fs::File::open(dir.join("db")).map_err(StoreError::OpenLog)?;
+        let mut revision = match tree.get(codec::REV_KEY).map_err(StoreError::Open)? {
+            Some(raw) => codec::decode_revision(&raw)?,
             None => 0,
         };
         let mut objects = BTreeMap::new();
-        for item in tree.scan_prefix(OBJ_PREFIX.as_bytes()) {
+        for item in tree.scan_prefix(codec::OBJ_PREFIX) {
             let (k, v) = item.map_err(StoreError::Open)?;
-            let key = std::str::from_utf8(&k[OBJ_PREFIX.len()..])
-                .map_err(|_| StoreError::Corrupt("key is not UTF-8".into()))?
-                .to_string();
-            let (rev, value) = decode(&v)?;
+            let (key, rev, value) = codec::decode_object(&k, &v)?;
             revision = revision.max(rev);
             objects.insert(key, (rev, value));
         }
-        let (tx, _) = broadcast::channel(4096);
+        if let Some(item) = tree.scan_prefix(codec::HIST_PREFIX).next_back() {
+            revision = revision.max(codec::hist_revision(&item.map_err(StoreError::Open)?.0)?);
+        }
+        // History written before this open is not watchable, as with upstream's watch cache
+        // after an API server restart: clients holding older revisions get `Expired` and
+        // re-list. The compactor removes those records.
+        let mut stale = None;
+        if let Some(item) = tree.scan_prefix(codec::HIST_PREFIX).next() {
+            let disk_first = codec::hist_revision(&item.map_err(StoreError::Open)?.0)?;
+            stale = Some((disk_first, revision + 1));
+        }
+        tracing::info!(dir = %dir.display(), revision, objects = objects.len(), "store opened");
         let shared = Arc::new(Shared {
             db,
+            db_file: Arc::new(db_file),
             tree,
-            cfg,
             index: RwLock::new(Index { revision, objects }),
-            pending: Mutex::new(Pending {
-                events: Vec::new(),
+            writer: Mutex::new(Writer {
+                revision,
+                in_flight: HashMap::new(),
+                pending: Vec::new(),
                 waiters: Vec::new(),
+                closed: false,
+                failed: None,
             }),
-            history: Mutex::new(History {
-                events: VecDeque::new(),
-                oldest: revision,
-                tx,
-            }),
+            feed: Mutex::new(Feed::new(revision, cfg.fanout_capacity)),
+            cfg,
             wake: Notify::new(),
-            closed: std::sync::atomic::AtomicBool::new(false),
+            commit: tokio::sync::watch::Sender::new(Commit {
+                revision,
+                broken: false,
+            }),
+            shutdown: tokio::sync::watch::Sender::new(false),
+            tasks: Mutex::new(Vec::new()),
+            writes: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
         });
-        tokio::spawn(flusher(shared.clone()));
-        Ok(Store(shared))
+        let tasks = vec![
+            runtime.spawn(write::flusher(shared.clone())),
+            runtime.spawn(history::compactor(shared.clone(), stale)),
+        ];
+        lock(&shared.tasks).extend(tasks);
+        Ok(Store(Arc::new(Handle(shared))))
     }
 
-    /// The latest revision handed out.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &(self.0).0
+    }
+
+    /// The latest committed revision (0 on an empty store).
     pub fn revision(&self) -> u64 {
-        self.0.index.read().map(|i| i.revision).unwrap_or(0)
+        read_lock(&self.shared().index).revision
     }
 
-    /// The lowest revision a watch can start from.
+    /// Writes and group commits since the store was opened (writes per commit is the batching
+    /// that group commit achieved).
+    pub fn stats(&self) -> StoreStats {
+        StoreStats {
+            writes: self.shared().writes.load(Ordering::Relaxed),
+            commits: self.shared().commits.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The lowest revision a watch can start from: events after it are all retained.
     pub fn oldest_revision(&self) -> u64 {
-        self.0.history.lock().map(|h| h.oldest).unwrap_or(0)
+        lock(&self.shared().feed).oldest()
     }
 
     pub fn get(&self, key: &str) -> Result<Option<Revisioned>, StoreError> {
-        let index = self.0.index.read().map_err(|_| StoreError::Closed)?;
+        let index = read_lock(&self.shared().index);
         Ok(index.objects.get(key).map(|(rev, value)| Revisioned {
             key: key.to_string(),
             value: value.clone(),
@@ -235,7 +290,8 @@ impl Store {
         }))
     }
 
-    /// Keys under `prefix` in order, after `start_after`, at most `limit`.
+    /// Keys under `prefix` in order, after `start_after`, at most `limit` of them (`None`: all),
+    /// all as of the revision reported.
     pub fn list(
         &self,
         prefix: &str,
@@ -243,142 +299,55 @@ impl Store {
         limit: Option<usize>,
     ) -> Result<ListResult, StoreError> {
         use std::ops::Bound;
-        let index = self.0.index.read().map_err(|_| StoreError::Closed)?;
+        let index = read_lock(&self.shared().index);
         let lower = match start_after {
-            Some(k) if k >= prefix => Bound::Excluded(k.to_string()),
-            _ => Bound::Included(prefix.to_string()),
+            Some(k) if k >= prefix => Bound::Excluded(k),
+            _ => Bound::Included(prefix),
         };
         let mut iter = index
             .objects
-            .range::<String, _>((lower, Bound::Unbounded))
+            .range::<str, _>((lower, Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(prefix));
-        let mut items = Vec::new();
-        let limit = limit.unwrap_or(usize::MAX);
-        for (k, (rev, value)) in iter.by_ref() {
-            items.push(Revisioned {
+        let items: Vec<Revisioned> = iter
+            .by_ref()
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|(k, (rev, value))| Revisioned {
                 key: k.clone(),
                 value: value.clone(),
                 revision: *rev,
-            });
-            if items.len() == limit {
-                break;
-            }
-        }
-        let remaining = iter.count();
+            })
+            .collect();
         Ok(ListResult {
             items,
             revision: index.revision,
-            remaining,
+            remaining: iter.count(),
         })
     }
 
-    /// Apply one change under the write lock; returns the new revision and a receiver that
-    /// fires once the change is durable.
-    fn write(
-        &self,
-        key: &str,
-        decide: impl FnOnce(Option<&(u64, Bytes)>) -> Result<Option<Bytes>, StoreError>,
-        kind_if_present: EventType,
-    ) -> Result<Written, StoreError> {
-        if self.0.closed.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(StoreError::Closed);
-        }
-        let mut index = self.0.index.write().map_err(|_| StoreError::Closed)?;
-        let current = index.objects.get(key).cloned();
-        let new_value = decide(current.as_ref())?;
-        let rev = index.revision + 1;
-        let mut batch = sled::Batch::default();
-        match &new_value {
-            Some(v) => batch.insert(obj_key(key), encode(rev, v)),
-            None => batch.remove(obj_key(key)),
-        }
-        batch.insert(REV_KEY, &rev.to_be_bytes());
-        self.0.tree.apply_batch(batch).map_err(StoreError::Write)?;
-        index.revision = rev;
-        let event = match (&new_value, &current) {
-            (Some(v), None) => Event {
-                kind: EventType::Added,
-                key: key.to_string(),
-                value: v.clone(),
-                prev_value: None,
-                revision: rev,
-            },
-            (Some(v), Some((_, old))) => Event {
-                kind: kind_if_present,
-                key: key.to_string(),
-                value: v.clone(),
-                prev_value: Some(old.clone()),
-                revision: rev,
-            },
-            (None, Some((_, old))) => Event {
-                kind: EventType::Deleted,
-                key: key.to_string(),
-                value: old.clone(),
-                prev_value: Some(old.clone()),
-                revision: rev,
-            },
-            (None, None) => return Err(StoreError::NotFound),
-        };
-        match new_value {
-            Some(v) => {
-                index.objects.insert(key.to_string(), (rev, v));
-            }
-            None => {
-                index.objects.remove(key);
-            }
-        }
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut pending = self.0.pending.lock().map_err(|_| StoreError::Closed)?;
-            pending.events.push(Arc::new(event));
-            pending.waiters.push(tx);
-        }
-        drop(index);
-        self.0.wake.notify_one();
-        Ok((rev, current, rx))
-    }
-
-    async fn durable(rx: oneshot::Receiver<Result<(), String>>) -> Result<(), StoreError> {
-        match rx.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(StoreError::Flush(e)),
-            Err(_) => Err(StoreError::Closed),
-        }
-    }
-
-    /// Store a new key; `AlreadyExists` if present.
+    /// Store a new key; `AlreadyExists` if present. Returns the write's revision.
     pub async fn create(&self, key: &str, value: Bytes) -> Result<u64, StoreError> {
-        let (rev, _, rx) = self.write(
-            key,
-            |cur| match cur {
-                Some(_) => Err(StoreError::AlreadyExists),
-                None => Ok(Some(value)),
-            },
-            EventType::Modified,
-        )?;
-        Self::durable(rx).await?;
+        let (rev, _) = write::write(self.shared(), key, |cur| match cur {
+            Some(_) => Err(StoreError::AlreadyExists),
+            None => Ok(Some(value)),
+        })
+        .await?;
         Ok(rev)
     }
 
-    /// Replace a key's value if it is still at `expected_revision`.
+    /// Replace a key's value if it is still at `expected_revision`; `NotFound`, or `Conflict`
+    /// with the key's current revision.
     pub async fn update(
         &self,
         key: &str,
         expected_revision: u64,
         value: Bytes,
     ) -> Result<u64, StoreError> {
-        let (rev, _, rx) = self.write(
-            key,
-            |cur| match cur {
-                None => Err(StoreError::NotFound),
-                Some((r, _)) if *r != expected_revision => {
-                    Err(StoreError::Conflict { current: *r })
-                }
-                Some(_) => Ok(Some(value)),
-            },
-            EventType::Modified,
-        )?;
-        Self::durable(rx).await?;
+        let (rev, _) = write::write(self.shared(), key, |cur| match cur {
+            None => Err(StoreError::NotFound),
+            Some((r, _)) if *r != expected_revision => Err(StoreError::Conflict { current: *r }),
+            Some(_) => Ok(Some(value)),
+        })
+        .await?;
         Ok(rev)
     }
 
@@ -389,141 +358,49 @@ impl Store {
         key: &str,
         expected_revision: Option<u64>,
     ) -> Result<(Revisioned, u64), StoreError> {
-        let (rev, last, rx) = self.write(
-            key,
-            |cur| match cur {
-                None => Err(StoreError::NotFound),
-                Some((r, _)) if expected_revision.is_some_and(|e| e != *r) => {
-                    Err(StoreError::Conflict { current: *r })
-                }
-                Some(_) => Ok(None),
-            },
-            EventType::Deleted,
-        )?;
-        Self::durable(rx).await?;
+        let (rev, last) = write::write(self.shared(), key, |cur| match cur {
+            None => Err(StoreError::NotFound),
+            Some((r, _)) if expected_revision.is_some_and(|e| e != *r) => {
+                Err(StoreError::Conflict { current: *r })
+            }
+            Some(_) => Ok(None),
+        })
+        .await?;
         let (last_rev, value) = last.ok_or(StoreError::NotFound)?;
-        Ok((
-            Revisioned {
-                key: key.to_string(),
-                value,
-                revision: last_rev,
-            },
-            rev,
-        ))
+        let last = Revisioned {
+            key: key.to_string(),
+            value,
+            revision: last_rev,
+        };
+        Ok((last, rev))
     }
 
-    /// Events for keys under `prefix` with revision > `after_revision`: retained history first,
-    /// then live ones.
+    /// Events for keys under `prefix` with revision > `after_revision`: the retained history
+    /// first, then live ones. `Expired` when events after `after_revision` were compacted.
     pub fn watch(&self, prefix: &str, after_revision: u64) -> Result<Watch, StoreError> {
-        let history = self.0.history.lock().map_err(|_| StoreError::Closed)?;
-        Watch::start(self.clone(), &history, prefix, after_revision)
+        Watch::start(self.shared().clone(), prefix, after_revision)
     }
 
-    pub(crate) fn history(&self) -> &Mutex<History> {
-        &self.0.history
-    }
-
-    /// Drop history beyond the configured count and age now.
+    /// Drop history beyond the configured count and age now (the compactor does it every
+    /// second). A failure to remove the records on disk is logged; the window still moves.
     pub fn compact_now(&self) {
-        compact(&self.0, Instant::now());
-    }
-
-    /// Drop all retained history up to the current revision (tests of 410 handling).
-    pub fn compact_all(&self) {
-        if let Ok(mut h) = self.0.history.lock() {
-            if let Some((_, last)) = h.events.back() {
-                h.oldest = h.oldest.max(last.revision);
-            }
-            h.events.clear();
+        if let Err(e) = history::compact(self.shared(), tokio::time::Instant::now()) {
+            tracing::warn!(error = %e, "compacting the store history failed");
         }
     }
 
-    /// Flush everything and stop accepting writes.
+    /// Finish pending writes, flush, and stop the background tasks; later writes fail with
+    /// `Closed` and watches end once they have delivered every committed event.
     pub async fn close(&self) {
-        self.0
-            .closed
-            .store(true, std::sync::atomic::Ordering::Release);
-        self.0.wake.notify_one();
-        let _ = self.0.db.flush_async().await;
-    }
-}
-
-fn compact(shared: &Shared, now: Instant) {
-    let Ok(mut h) = shared.history.lock() else {
-        return;
-    };
-    while let Some((at, ev)) = h.events.front() {
-        let too_many = h.events.len() > shared.cfg.history_max_events;
-        let too_old = now.duration_since(*at) > shared.cfg.history_max_age;
-        if !(too_many || too_old) {
-            break;
+        write::begin_close(self.shared());
+        let tasks = std::mem::take(&mut *lock(&self.shared().tasks));
+        for task in tasks {
+            if let Err(e) = task.await {
+                tracing::error!(error = %e, "store task failed");
+            }
         }
-        let rev = ev.revision;
-        h.events.pop_front();
-        h.oldest = rev;
-    }
-}
-
-/// Group commit: one flush for every write pending when it starts, then publish their events in
-/// revision order and acknowledge them.
-async fn flusher(shared: Arc<Shared>) {
-    let mut last_compaction = Instant::now();
-    loop {
-        let batch = {
-            let mut p = match shared.pending.lock() {
-                Ok(p) => p,
-                Err(_) => return,
-            };
-            Pending {
-                events: std::mem::take(&mut p.events),
-                waiters: std::mem::take(&mut p.waiters),
-            }
-        };
-        if batch.waiters.is_empty() {
-            if shared.closed.load(std::sync::atomic::Ordering::Acquire) {
-                return;
-            }
-            tokio::select! {
-                _ = shared.wake.notified() => {}
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-            }
-            if last_compaction.elapsed() > Duration::from_secs(1) {
-                compact(&shared, Instant::now());
-                last_compaction = Instant::now();
-            }
-            continue;
-        }
-        let result = if shared.cfg.durable {
-            shared
-                .db
-                .flush_async()
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        } else {
-            Ok(())
-        };
-        if result.is_ok() {
-            if let Ok(mut h) = shared.history.lock() {
-                let now = Instant::now();
-                for ev in batch.events {
-                    let _ = h.tx.send(ev.clone());
-                    h.events.push_back((now, ev));
-                }
-            }
-        } else {
-            tracing::error!(error = ?result, "flush failed");
-        }
-        for w in batch.waiters {
-            let _ = w.send(result.clone());
-        }
-        if shared
-            .history
-            .lock()
-            .map(|h| h.events.len() > shared.cfg.history_max_events)
-            .unwrap_or(false)
-        {
-            compact(&shared, Instant::now());
+        if let Err(e) = self.shared().db.flush_async().await {
+            tracing::error!(error = %e, "final flush of the store failed");
         }
     }
 }

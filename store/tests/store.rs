@@ -82,7 +82,9 @@ async fn watch_replays_history_then_follows_live_without_gap_or_duplicate() {
         })
     };
     // Start watching while the writer runs: some events come from history, some live.
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    while store.revision() < start + 20 {
+        tokio::task::yield_now().await;
+    }
     let mut watch = store.watch("/w/", start).unwrap();
     let mut revisions = Vec::new();
     while revisions.len() < 200 {
