@@ -326,11 +326,15 @@ pub fn apply_update(
     let strategy = registry::strategy(info);
     let errors = match subresource {
         None => {
+            if info.has_status() {
+                registry::keep_status(&mut new, old);
+            }
             strategy.default(&mut new);
             strategy.prepare_for_update(&mut new, old);
             strategy.validate_update(&new, old)
         }
         Some("status") => {
+            registry::keep_spec_take_status(&mut new, old);
             strategy.prepare_for_status_update(&mut new, old);
             strategy.validate_status_update(&new, old)
         }

@@ -5,21 +5,13 @@ use serde_json::{json, Value};
 
 use super::field::FieldError;
 use super::names::{validate_object_meta, NameRule};
-use super::{keep_spec_take_status, keep_status, Strategy};
+use super::Strategy;
 
 const EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
 pub struct NodeStrategy;
 
 impl Strategy for NodeStrategy {
-    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        keep_status(new, old);
-    }
-
-    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
-        keep_spec_take_status(new, old);
-    }
-
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = validate_object_meta(obj, NameRule::Subdomain);
         let mut seen = Vec::new();
@@ -77,7 +69,6 @@ impl Strategy for NamespaceStrategy {
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        keep_status(new, old);
         // spec.finalizers change only through the finalize subresource.
         if let (Some(spec), Some(old_f)) = (
             new.get_mut("spec").and_then(Value::as_object_mut),
@@ -85,10 +76,6 @@ impl Strategy for NamespaceStrategy {
         ) {
             spec.insert("finalizers".into(), old_f.clone());
         }
-    }
-
-    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
-        keep_spec_take_status(new, old);
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
@@ -160,14 +147,6 @@ impl Strategy for PdbStrategy {
                 json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
             );
         }
-    }
-
-    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        keep_status(new, old);
-    }
-
-    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
-        keep_spec_take_status(new, old);
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {

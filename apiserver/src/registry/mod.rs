@@ -25,12 +25,12 @@ pub trait Strategy: Send + Sync {
     /// controllers write, set a pod's initial `status.phase: Pending` and `qosClass`.
     fn prepare_for_create(&self, _obj: &mut Value) {}
 
-    /// Adjust an update of the main resource: e.g. keep the old `status` where the kind has a
-    /// status subresource.
+    /// Adjust an update of the main resource. The generic spec/status split (the stored
+    /// `status` is kept for kinds with a status subresource) has already been applied.
     fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
 
-    /// Adjust an update through the `status` subresource: keep everything but `status` (and
-    /// what upstream lets status writers change) from the old object.
+    /// Adjust an update through the `status` subresource. Everything but `status` has already
+    /// been taken from the stored object.
     fn prepare_for_status_update(&self, _new: &mut Value, _old: &Value) {}
 
     /// Validate a new object (metadata included: name, labels, annotations).
@@ -81,7 +81,7 @@ pub fn strategy(info: &ResourceInfo) -> &'static dyn Strategy {
 }
 
 /// Updates of the main resource keep the stored status.
-pub(crate) fn keep_status(new: &mut Value, old: &Value) {
+pub fn keep_status(new: &mut Value, old: &Value) {
     if let Some(m) = new.as_object_mut() {
         match old.get("status") {
             Some(s) => m.insert("status".into(), s.clone()),
@@ -91,7 +91,7 @@ pub(crate) fn keep_status(new: &mut Value, old: &Value) {
 }
 
 /// Updates through `status` take only the status; everything else stays as stored.
-pub(crate) fn keep_spec_take_status(new: &mut Value, old: &Value) {
+pub fn keep_spec_take_status(new: &mut Value, old: &Value) {
     let status = new.get("status").cloned();
     let mut kept = old.clone();
     if let Some(m) = kept.as_object_mut() {
@@ -124,42 +124,37 @@ pub(crate) fn deprecated_master_warnings(spec: Option<&Value>, path: &str) -> Ve
             "{path}.nodeSelector[{OLD}]: use \"node-role.kubernetes.io/control-plane\" instead"
         ));
     }
-    let na = format!("{path}.affinity.nodeAffinity");
-    let terms = spec
-        .pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
-        .and_then(Value::as_array);
-    for (i, term) in terms.into_iter().flatten().enumerate() {
-        for (j, e) in term
-            .get("matchExpressions")
+    let mut flag = |terms: Option<&Value>,
+                    expressions: &str,
+                    field: &dyn Fn(usize, usize) -> String| {
+        for (i, term) in terms
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
             .enumerate()
         {
-            if e.get("key").and_then(Value::as_str) == Some(OLD) {
-                out.push(format!(
-                    "{na}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}].matchExpressions[{j}].key: {OLD} is use \"node-role.kubernetes.io/control-plane\" instead"
-                ));
+            let keys = term.pointer(expressions).and_then(Value::as_array);
+            for (j, e) in keys.into_iter().flatten().enumerate() {
+                if e.get("key").and_then(Value::as_str) == Some(OLD) {
+                    out.push(format!(
+                        "{path}.affinity.nodeAffinity.{}.key: {OLD} is use \"node-role.kubernetes.io/control-plane\" instead",
+                        field(i, j)
+                    ));
+                }
             }
         }
-    }
-    let preferred = spec
-        .pointer("/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution")
-        .and_then(Value::as_array);
-    for (i, p) in preferred.into_iter().flatten().enumerate() {
-        for (j, e) in p
-            .pointer("/preference/matchExpressions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            if e.get("key").and_then(Value::as_str) == Some(OLD) {
-                out.push(format!(
-                    "{na}.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference.matchExpressions[{j}].key: {OLD} is use \"node-role.kubernetes.io/control-plane\" instead"
-                ));
-            }
-        }
-    }
+    };
+    flag(
+        spec.pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms"),
+        "/matchExpressions",
+        &|i, j| format!("requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}].matchExpressions[{j}]"),
+    );
+    flag(
+        spec.pointer("/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution"),
+        "/preference/matchExpressions",
+        &|i, j| {
+            format!("preferredDuringSchedulingIgnoredDuringExecution[{i}].preference.matchExpressions[{j}]")
+        },
+    );
     out
 }

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::field::FieldError;
 use super::names::{validate_object_meta, NameRule};
 use super::podspec::{default_pod_spec, default_tolerations, qos_class, validate_pod_spec};
-use super::{keep_spec_take_status, keep_status, Strategy};
+use super::Strategy;
 
 pub struct PodStrategy;
 
@@ -47,14 +47,6 @@ impl Strategy for PodStrategy {
                 json!({"phase": "Pending", "qosClass": qos}),
             );
         }
-    }
-
-    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        keep_status(new, old);
-    }
-
-    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
-        keep_spec_take_status(new, old);
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
@@ -148,10 +140,10 @@ mod tests {
         new["status"]["phase"] = "Running".into();
         new["spec"]["containers"][0]["image"] = "other".into();
         let mut main = new.clone();
-        PodStrategy.prepare_for_update(&mut main, &old);
+        crate::registry::keep_status(&mut main, &old);
         assert_eq!(main["status"]["phase"], "Pending");
         let mut status = new.clone();
-        PodStrategy.prepare_for_status_update(&mut status, &old);
+        crate::registry::keep_spec_take_status(&mut status, &old);
         assert_eq!(status["status"]["phase"], "Running");
         assert_eq!(status["spec"]["containers"][0]["image"], "nginx:1");
     }

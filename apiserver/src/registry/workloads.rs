@@ -7,7 +7,7 @@ use tinykube_proto::labels::Selector;
 use super::field::FieldError;
 use super::names::{immutable, validate_labels, validate_object_meta, NameRule};
 use super::podspec::{default_pod_spec, validate_pod_spec};
-use super::{keep_spec_take_status, keep_status, Strategy};
+use super::Strategy;
 
 /// Which workload.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -175,14 +175,6 @@ impl Strategy for WorkloadStrategy {
                 );
             }
         }
-    }
-
-    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        keep_status(new, old);
-    }
-
-    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
-        keep_spec_take_status(new, old);
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
