@@ -221,7 +221,8 @@ pub async fn delete_object(
         .await?;
     // A pod whose grace period is cut to zero is first marked (MODIFIED), then removed, as
     // upstream shows it to watchers.
-    if let Outcome::Written(obj) = &outcome {
+    let is_pod = info.group.is_empty() && info.kind == "Pod";
+    if let (true, Outcome::Written(obj)) = (is_pod, &outcome) {
         let zero = obj
             .pointer("/metadata/deletionGracePeriodSeconds")
             .and_then(Value::as_i64)
