@@ -35,6 +35,7 @@ fn init_tracing(format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -44,7 +45,20 @@ fn init_tracing(format: LogFormat) {
 
 #[tokio::main]
 async fn main() {
-    let flags = Flags::parse();
+    let flags = match Flags::try_parse() {
+        Ok(f) => f,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            // One line, as every tinykube binary reports a bad flag.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            eprintln!(
+                "tinykube-apiserver: {}",
+                first.trim_start_matches("error: ")
+            );
+            std::process::exit(2);
+        }
+    };
     init_tracing(flags.log_format);
     let mut config = tinykube_apiserver::Config::new(flags.listen, flags.data_dir);
     config.token_auth_file = flags.token_auth_file;
