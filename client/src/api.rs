@@ -1,0 +1,343 @@
+//! `Api<K>`: a typed REST client for one kind, built from `k8s-openapi`'s `Resource` facts.
+
+use std::marker::PhantomData;
+
+use futures::Stream;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::{
+    ClusterResourceScope, ListableResource, Metadata, NamespaceResourceScope, Resource,
+};
+use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::Client;
+use crate::error::{ClientError, Status};
+use crate::watch::{decode_stream, WatchEvent};
+
+/// Whether a kind lives in namespaces.
+pub trait Scope {
+    const NAMESPACED: bool;
+}
+impl Scope for NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+impl Scope for ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+/// The bounds every kind handled by [`Api`] meets.
+pub trait Kind:
+    Resource
+    + ListableResource
+    + Metadata<Ty = ObjectMeta>
+    + DeserializeOwned
+    + Serialize
+    + Clone
+    + Send
+    + Sync
+    + 'static
+where
+    <Self as Resource>::Scope: Scope,
+{
+}
+impl<K> Kind for K
+where
+    K: Resource
+        + ListableResource
+        + Metadata<Ty = ObjectMeta>
+        + DeserializeOwned
+        + Serialize
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    <K as Resource>::Scope: Scope,
+{
+}
+
+/// Options of list and watch.
+#[derive(Debug, Clone, Default)]
+pub struct ListParams {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub limit: Option<u32>,
+    pub continue_token: Option<String>,
+    pub timeout_seconds: Option<u32>,
+    pub bookmarks: bool,
+}
+
+impl ListParams {
+    pub fn labels(mut self, selector: &str) -> Self {
+        self.label_selector = Some(selector.to_string());
+        self
+    }
+
+    pub fn fields(mut self, selector: &str) -> Self {
+        self.field_selector = Some(selector.to_string());
+        self
+    }
+
+    fn query(&self) -> Vec<(&'static str, String)> {
+        let mut q = Vec::new();
+        if let Some(s) = &self.label_selector {
+            q.push(("labelSelector", s.clone()));
+        }
+        if let Some(s) = &self.field_selector {
+            q.push(("fieldSelector", s.clone()));
+        }
+        if let Some(l) = self.limit {
+            q.push(("limit", l.to_string()));
+        }
+        if let Some(c) = &self.continue_token {
+            q.push(("continue", c.clone()));
+        }
+        q
+    }
+}
+
+/// Options of create and update.
+#[derive(Debug, Clone, Default)]
+pub struct PostParams {
+    pub field_manager: Option<String>,
+}
+
+/// A patch body and its type.
+#[derive(Debug, Clone)]
+pub enum Patch {
+    Merge(Value),
+    Json(Value),
+    Strategic(Value),
+}
+
+impl Patch {
+    fn content_type(&self) -> &'static str {
+        match self {
+            Patch::Merge(_) => "application/merge-patch+json",
+            Patch::Json(_) => "application/json-patch+json",
+            Patch::Strategic(_) => "application/strategic-merge-patch+json",
+        }
+    }
+
+    fn body(&self) -> &Value {
+        match self {
+            Patch::Merge(v) | Patch::Json(v) | Patch::Strategic(v) => v,
+        }
+    }
+}
+
+/// A typed client for kind `K`, in one namespace or across all of them.
+pub struct Api<K> {
+    client: Client,
+    namespace: Option<String>,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for Api<K> {
+    fn clone(&self) -> Self {
+        Api {
+            client: self.client.clone(),
+            namespace: self.namespace.clone(),
+            _kind: PhantomData,
+        }
+    }
+}
+
+async fn answer<T: DeserializeOwned>(resp: reqwest::Response) -> Result<T, ClientError> {
+    let code = resp.status();
+    let bytes = resp.bytes().await?;
+    if !code.is_success() {
+        let mut status: Status = serde_json::from_slice(&bytes).unwrap_or_default();
+        status.code = code.as_u16();
+        if status.message.is_empty() {
+            status.message = String::from_utf8_lossy(&bytes).trim().to_string();
+        }
+        return Err(ClientError::Api(status));
+    }
+    Ok(serde_json::from_slice(&bytes)?)
+}
+
+impl<K: Kind> Api<K>
+where
+    <K as Resource>::Scope: Scope,
+{
+    /// Objects of a namespaced kind in one namespace.
+    pub fn namespaced(client: Client, namespace: &str) -> Self {
+        Api {
+            client,
+            namespace: Some(namespace.to_string()),
+            _kind: PhantomData,
+        }
+    }
+
+    /// Every object of the kind: across namespaces, or cluster-scoped.
+    pub fn all(client: Client) -> Self {
+        Api {
+            client,
+            namespace: None,
+            _kind: PhantomData,
+        }
+    }
+
+    fn base() -> String {
+        if K::GROUP.is_empty() {
+            format!("/api/{}", K::VERSION)
+        } else {
+            format!("/apis/{}/{}", K::GROUP, K::VERSION)
+        }
+    }
+
+    fn collection(&self, namespace: Option<&str>) -> String {
+        match namespace.or(self.namespace.as_deref()) {
+            Some(ns) if <K::Scope as Scope>::NAMESPACED => {
+                format!("{}/namespaces/{ns}/{}", Self::base(), K::URL_PATH_SEGMENT)
+            }
+            _ => format!("{}/{}", Self::base(), K::URL_PATH_SEGMENT),
+        }
+    }
+
+    fn item(&self, name: &str) -> String {
+        format!("{}/{name}", self.collection(None))
+    }
+
+    pub async fn get(&self, name: &str) -> Result<K, ClientError> {
+        answer(
+            self.client
+                .request(Method::GET, &self.item(name))
+                .send()
+                .await?,
+        )
+        .await
+    }
+
+    /// `None` when the object does not exist.
+    pub async fn get_opt(&self, name: &str) -> Result<Option<K>, ClientError> {
+        match self.get(name).await {
+            Ok(o) => Ok(Some(o)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub async fn list(&self, lp: &ListParams) -> Result<k8s_openapi::List<K>, ClientError> {
+        let req = self
+            .client
+            .request(Method::GET, &self.collection(None))
+            .query(&lp.query());
+        answer(req.send().await?).await
+    }
+
+    pub async fn create(&self, obj: &K) -> Result<K, ClientError> {
+        let ns = obj.metadata().namespace.clone();
+        let path = self.collection(ns.as_deref());
+        answer(
+            self.client
+                .request(Method::POST, &path)
+                .json(obj)
+                .send()
+                .await?,
+        )
+        .await
+    }
+
+    pub async fn replace(&self, name: &str, obj: &K) -> Result<K, ClientError> {
+        answer(
+            self.client
+                .request(Method::PUT, &self.item(name))
+                .json(obj)
+                .send()
+                .await?,
+        )
+        .await
+    }
+
+    pub async fn replace_status(&self, name: &str, obj: &K) -> Result<K, ClientError> {
+        let path = format!("{}/status", self.item(name));
+        answer(
+            self.client
+                .request(Method::PUT, &path)
+                .json(obj)
+                .send()
+                .await?,
+        )
+        .await
+    }
+
+    async fn patch_at(&self, path: &str, patch: &Patch) -> Result<K, ClientError> {
+        let req = self
+            .client
+            .request(Method::PATCH, path)
+            .header(reqwest::header::CONTENT_TYPE, patch.content_type())
+            .body(serde_json::to_vec(patch.body())?);
+        answer(req.send().await?).await
+    }
+
+    pub async fn patch(&self, name: &str, patch: &Patch) -> Result<K, ClientError> {
+        self.patch_at(&self.item(name), patch).await
+    }
+
+    pub async fn patch_status(&self, name: &str, patch: &Patch) -> Result<K, ClientError> {
+        self.patch_at(&format!("{}/status", self.item(name)), patch)
+            .await
+    }
+
+    /// Delete with optional DeleteOptions (`gracePeriodSeconds`, `propagationPolicy`,
+    /// `preconditions`); returns the object as the server last showed it.
+    pub async fn delete(&self, name: &str, options: Option<&Value>) -> Result<Value, ClientError> {
+        let mut req = self.client.request(Method::DELETE, &self.item(name));
+        if let Some(o) = options {
+            req = req.json(o);
+        }
+        answer(req.send().await?).await
+    }
+
+    /// POST to a subresource (`binding`, `eviction`) and return the server's answer.
+    pub async fn create_subresource(
+        &self,
+        name: &str,
+        subresource: &str,
+        body: &Value,
+    ) -> Result<Value, ClientError> {
+        let path = format!("{}/{subresource}", self.item(name));
+        answer(
+            self.client
+                .request(Method::POST, &path)
+                .json(body)
+                .send()
+                .await?,
+        )
+        .await
+    }
+
+    /// Watch from `resource_version`; the stream ends when the server closes it.
+    pub async fn watch(
+        &self,
+        lp: &ListParams,
+        resource_version: &str,
+    ) -> Result<impl Stream<Item = Result<WatchEvent<K>, ClientError>> + Send + use<K>, ClientError>
+    {
+        let mut query = lp.query();
+        query.retain(|(k, _)| *k != "limit" && *k != "continue");
+        query.push(("watch", "true".into()));
+        query.push(("resourceVersion", resource_version.to_string()));
+        query.push(("allowWatchBookmarks", lp.bookmarks.to_string()));
+        query.push((
+            "timeoutSeconds",
+            lp.timeout_seconds.unwrap_or(290).to_string(),
+        ));
+        let resp = self
+            .client
+            .request(Method::GET, &self.collection(None))
+            .query(&query)
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            return Err(answer::<Value>(resp)
+                .await
+                .err()
+                .unwrap_or(ClientError::Api(Status::default())));
+        }
+        Ok(decode_stream(resp.bytes_stream()))
+    }
+}

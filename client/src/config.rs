@@ -1,0 +1,183 @@
+//! Where the cluster is: a kubeconfig file (current context's cluster and user token) or a
+//! `--master` URL that overrides its server.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::ClientError;
+
+/// The API server's address and credentials.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `http://127.0.0.1:6443`, without a trailing slash.
+    pub server: String,
+    pub token: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Kubeconfig {
+    #[serde(rename = "current-context", default)]
+    current_context: String,
+    #[serde(default)]
+    clusters: Vec<Named<ClusterEntry>>,
+    #[serde(default)]
+    contexts: Vec<Named<ContextEntry>>,
+    #[serde(default)]
+    users: Vec<Named<UserEntry>>,
+}
+
+#[derive(Deserialize)]
+struct Named<T> {
+    name: String,
+    #[serde(alias = "cluster", alias = "context", alias = "user")]
+    value: Option<T>,
+}
+
+#[derive(Deserialize)]
+struct ClusterEntry {
+    server: String,
+}
+
+#[derive(Deserialize)]
+struct ContextEntry {
+    cluster: String,
+    #[serde(default)]
+    user: String,
+}
+
+#[derive(Deserialize, Default)]
+struct UserEntry {
+    token: Option<String>,
+}
+
+impl Config {
+    /// From a kubeconfig file: the current context's cluster server and user token.
+    pub fn from_kubeconfig(path: &Path) -> Result<Config, ClientError> {
+        let fail = |reason: String| ClientError::Config {
+            path: path.display().to_string(),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        let kc: Kubeconfig = serde_yaml_ng::from_str(&text).map_err(|e| fail(e.to_string()))?;
+        let context = kc
+            .contexts
+            .iter()
+            .find(|c| c.name == kc.current_context)
+            .and_then(|c| c.value.as_ref())
+            .ok_or_else(|| {
+                fail(format!(
+                    "current context {:?} is not defined",
+                    kc.current_context
+                ))
+            })?;
+        let cluster = kc
+            .clusters
+            .iter()
+            .find(|c| c.name == context.cluster)
+            .and_then(|c| c.value.as_ref())
+            .ok_or_else(|| fail(format!("cluster {:?} is not defined", context.cluster)))?;
+        let token = kc
+            .users
+            .iter()
+            .find(|u| u.name == context.user)
+            .and_then(|u| u.value.as_ref())
+            .and_then(|u| u.token.clone());
+        Ok(Config {
+            server: cluster.server.trim_end_matches('/').to_string(),
+            token,
+        })
+    }
+
+    /// Resolve `--kubeconfig` and `--master` as upstream components do: `master` overrides the
+    /// kubeconfig's server; without a kubeconfig flag, `$KUBECONFIG` is read if set.
+    pub fn load(kubeconfig: Option<&Path>, master: Option<&str>) -> Result<Config, ClientError> {
+        let path: Option<PathBuf> = kubeconfig
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("KUBECONFIG").map(PathBuf::from));
+        let mut config = match (&path, master) {
+            (Some(p), _) => Config::from_kubeconfig(p)?,
+            (None, Some(m)) => Config {
+                server: m.to_string(),
+                token: None,
+            },
+            (None, None) => {
+                return Err(ClientError::Config {
+                    path: String::new(),
+                    reason: "neither --kubeconfig nor --master was given".into(),
+                })
+            }
+        };
+        if let Some(m) = master {
+            config.server = m.trim_end_matches('/').to_string();
+        }
+        Ok(config)
+    }
+}
+
+/// A connection to the API server; cheap to clone.
+#[derive(Clone)]
+pub struct Client(pub(crate) Arc<Inner>);
+
+pub(crate) struct Inner {
+    pub(crate) http: reqwest::Client,
+    pub(crate) server: String,
+    pub(crate) token: Option<String>,
+}
+
+impl Client {
+    pub fn new(config: Config) -> Result<Client, ClientError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("tinykube/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Client(Arc::new(Inner {
+            http,
+            server: config.server,
+            token: config.token,
+        })))
+    }
+
+    pub(crate) fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut req = self
+            .0
+            .http
+            .request(method, format!("{}{path}", self.0.server));
+        if let Some(t) = &self.0.token {
+            req = req.bearer_auth(t);
+        }
+        req
+    }
+
+    pub fn server(&self) -> &str {
+        &self.0.server
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubeconfig_current_context_and_master_override() {
+        let dir = std::env::temp_dir().join(format!("tk-client-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("kubeconfig");
+        std::fs::write(
+            &path,
+            "apiVersion: v1\nkind: Config\ncurrent-context: b\nclusters:\n- name: one\n  cluster: {server: 'http://127.0.0.1:1/'}\n- name: two\n  cluster: {server: 'http://127.0.0.1:2'}\ncontexts:\n- name: a\n  context: {cluster: one, user: u}\n- name: b\n  context: {cluster: two, user: u}\nusers:\n- name: u\n  user: {token: abc}\n",
+        )
+        .unwrap();
+        let c = Config::from_kubeconfig(&path).unwrap();
+        assert_eq!(
+            (c.server.as_str(), c.token.as_deref()),
+            ("http://127.0.0.1:2", Some("abc"))
+        );
+        let m = Config::load(Some(&path), Some("http://127.0.0.1:9/")).unwrap();
+        assert_eq!(m.server, "http://127.0.0.1:9");
+        assert!(Config::from_kubeconfig(&dir.join("missing")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,20 @@
+//! tinykube's client runtime: how every component reaches the cluster.
+//!
+//! [`Config`] comes from a kubeconfig file or `--master URL`; [`Api`] is a typed REST client for
+//! one kind (over `k8s-openapi`'s types) with list/watch/create/update/patch/delete and the
+//! subresources; [`watcher`] turns list+watch into a stream that survives 410 and broken
+//! streams; [`reflector`] keeps an in-memory cache with indexes. Users never write URLs or JSON.
+
+mod api;
+mod config;
+mod error;
+pub mod reflector;
+mod watch;
+pub mod watcher;
+
+pub use api::{Api, ListParams, Patch, PostParams};
+pub use config::{Client, Config};
+pub use error::{ClientError, Status};
+pub use watch::WatchEvent;
+
+pub use k8s_openapi;

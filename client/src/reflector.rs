@@ -1,0 +1,270 @@
+//! The reflector: an in-memory cache of one kind fed by a watcher, with named indexes (e.g.
+//! pods by node) and add/update/delete notifications. One writer (the informer task), many cheap
+//! readers; nothing should reconcile before [`Store::ready`].
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, RwLock};
+
+use futures::StreamExt;
+use k8s_openapi::Resource;
+use tokio::sync::{broadcast, watch};
+
+use crate::api::{Api, Kind, ListParams, Scope};
+use crate::watcher::{watcher, Event};
+
+/// `namespace/name` or `name`.
+pub fn key_of<K: Kind>(obj: &K) -> String
+where
+    <K as Resource>::Scope: Scope,
+{
+    let meta = obj.metadata();
+    let name = meta.name.clone().unwrap_or_default();
+    match &meta.namespace {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name,
+    }
+}
+
+/// A change to the cache.
+#[derive(Debug, Clone)]
+pub enum Notification<K> {
+    Add(Arc<K>),
+    Update { old: Arc<K>, new: Arc<K> },
+    Delete(Arc<K>),
+}
+
+type IndexFn<K> = Box<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+
+struct Inner<K> {
+    objects: BTreeMap<String, Arc<K>>,
+    index_fns: HashMap<&'static str, IndexFn<K>>,
+    indexes: HashMap<&'static str, HashMap<String, BTreeSet<String>>>,
+}
+
+impl<K> Inner<K> {
+    fn unindex(&mut self, key: &str, obj: &K) {
+        for (name, f) in &self.index_fns {
+            if let Some(idx) = self.indexes.get_mut(name) {
+                for value in f(obj) {
+                    if let Some(set) = idx.get_mut(&value) {
+                        set.remove(key);
+                        if set.is_empty() {
+                            idx.remove(&value);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn index(&mut self, key: &str, obj: &K) {
+        for (name, f) in &self.index_fns {
+            let idx = self.indexes.entry(name).or_default();
+            for value in f(obj) {
+                idx.entry(value).or_default().insert(key.to_string());
+            }
+        }
+    }
+}
+
+/// The read side of the cache; cheap to clone.
+pub struct Store<K> {
+    inner: Arc<RwLock<Inner<K>>>,
+    ready: watch::Receiver<bool>,
+}
+
+impl<K> Clone for Store<K> {
+    fn clone(&self) -> Self {
+        Store {
+            inner: self.inner.clone(),
+            ready: self.ready.clone(),
+        }
+    }
+}
+
+impl<K: Kind> Store<K>
+where
+    <K as Resource>::Scope: Scope,
+{
+    /// The object at `namespace/name` (or `name` for cluster-scoped kinds).
+    pub fn get(&self, key: &str) -> Option<Arc<K>> {
+        self.inner.read().ok()?.objects.get(key).cloned()
+    }
+
+    pub fn list(&self) -> Vec<Arc<K>> {
+        self.inner
+            .read()
+            .map(|i| i.objects.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Objects whose index `name` yields `value`.
+    pub fn by_index(&self, name: &str, value: &str) -> Vec<Arc<K>> {
+        let Ok(inner) = self.inner.read() else {
+            return Vec::new();
+        };
+        inner
+            .indexes
+            .get(name)
+            .and_then(|idx| idx.get(value))
+            .map(|keys| {
+                keys.iter()
+                    .filter_map(|k| inner.objects.get(k).cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether the first list has landed.
+    pub fn ready(&self) -> bool {
+        *self.ready.borrow()
+    }
+
+    /// Wait for the first list.
+    pub async fn wait_ready(&mut self) {
+        let _ = self.ready.wait_for(|r| *r).await;
+    }
+}
+
+/// A cache of kind `K` kept current by a watcher, with notifications to any number of
+/// subscribers.
+pub struct Informer<K> {
+    inner: Arc<RwLock<Inner<K>>>,
+    ready_tx: watch::Sender<bool>,
+    ready_rx: watch::Receiver<bool>,
+    tx: broadcast::Sender<Notification<K>>,
+    api: Api<K>,
+    lp: ListParams,
+}
+
+impl<K: Kind> Informer<K>
+where
+    <K as Resource>::Scope: Scope,
+{
+    pub fn new(api: Api<K>, lp: ListParams) -> Self {
+        let (ready_tx, ready_rx) = watch::channel(false);
+        let (tx, _) = broadcast::channel(4096);
+        Informer {
+            inner: Arc::new(RwLock::new(Inner {
+                objects: BTreeMap::new(),
+                index_fns: HashMap::new(),
+                indexes: HashMap::new(),
+            })),
+            ready_tx,
+            ready_rx,
+            tx,
+            api,
+            lp,
+        }
+    }
+
+    /// Add a named index before running (e.g. `"node"` → `spec.nodeName`).
+    pub fn with_index(
+        self,
+        name: &'static str,
+        f: impl Fn(&K) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        if let Ok(mut inner) = self.inner.write() {
+            inner.index_fns.insert(name, Box::new(f));
+            inner.indexes.insert(name, HashMap::new());
+        }
+        self
+    }
+
+    pub fn store(&self) -> Store<K> {
+        Store {
+            inner: self.inner.clone(),
+            ready: self.ready_rx.clone(),
+        }
+    }
+
+    /// Notifications from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Notification<K>> {
+        self.tx.subscribe()
+    }
+
+    fn apply(&self, event: Event<K>) {
+        let Ok(mut inner) = self.inner.write() else {
+            return;
+        };
+        let mut out = Vec::new();
+        match event {
+            Event::Restarted(items) => {
+                let fresh: BTreeMap<String, Arc<K>> = items
+                    .into_iter()
+                    .map(|o| (key_of(&o), Arc::new(o)))
+                    .collect();
+                let gone: Vec<String> = inner
+                    .objects
+                    .keys()
+                    .filter(|k| !fresh.contains_key(*k))
+                    .cloned()
+                    .collect();
+                for key in gone {
+                    if let Some(old) = inner.objects.remove(&key) {
+                        inner.unindex(&key, &old);
+                        out.push(Notification::Delete(old));
+                    }
+                }
+                for (key, new) in fresh {
+                    match inner.objects.insert(key.clone(), new.clone()) {
+                        Some(old) => {
+                            inner.unindex(&key, &old);
+                            if old.metadata().resource_version != new.metadata().resource_version {
+                                out.push(Notification::Update {
+                                    old,
+                                    new: new.clone(),
+                                });
+                            }
+                        }
+                        None => out.push(Notification::Add(new.clone())),
+                    }
+                    inner.index(&key, &new);
+                }
+            }
+            Event::Applied(o) => {
+                let key = key_of(&o);
+                let new = Arc::new(o);
+                match inner.objects.insert(key.clone(), new.clone()) {
+                    Some(old) => {
+                        inner.unindex(&key, &old);
+                        out.push(Notification::Update {
+                            old,
+                            new: new.clone(),
+                        });
+                    }
+                    None => out.push(Notification::Add(new.clone())),
+                }
+                inner.index(&key, &new);
+            }
+            Event::Deleted(o) => {
+                let key = key_of(&o);
+                if let Some(old) = inner.objects.remove(&key) {
+                    inner.unindex(&key, &old);
+                }
+                out.push(Notification::Delete(Arc::new(o)));
+            }
+        }
+        drop(inner);
+        for n in out {
+            let _ = self.tx.send(n);
+        }
+    }
+
+    /// Keep the cache current until the returned future is dropped.
+    pub async fn run(self) {
+        let mut events = Box::pin(watcher(self.api.clone(), self.lp.clone()));
+        while let Some(ev) = events.next().await {
+            match ev {
+                Ok(ev) => {
+                    let restarted = matches!(ev, Event::Restarted(_));
+                    self.apply(ev);
+                    if restarted {
+                        let _ = self.ready_tx.send(true);
+                    }
+                }
+                Err(e) => tracing::warn!(kind = K::KIND, error = %e, "watch failed; retrying"),
+            }
+        }
+    }
+}
