@@ -8,6 +8,8 @@
 mod api;
 mod config;
 mod error;
+pub mod events;
+pub mod leader;
 pub mod reflector;
 mod watch;
 pub mod watcher;
@@ -18,3 +20,12 @@ pub use error::{ClientError, Status};
 pub use watch::WatchEvent;
 
 pub use k8s_openapi;
+
+/// The current time as the API types hold it.
+pub fn now() -> k8s_openapi::jiff::Timestamp {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    k8s_openapi::jiff::Timestamp::new(d.as_secs() as i64, d.subsec_nanos() as i32)
+        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
+}

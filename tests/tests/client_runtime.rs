@@ -160,3 +160,137 @@ fn informer_cache_follows_the_cluster_across_a_restart() {
         task.abort();
     });
 }
+
+#[test]
+fn repeated_events_are_aggregated_into_one_with_a_count() {
+    use tinykube_client::events::{EventType, Recorder};
+    use tinykube_client::k8s_openapi::api::core::v1::{Event, ObjectReference};
+    let server = ApiServer::start().unwrap();
+    let c = client(&server);
+    runtime().block_on(async {
+        let created = Api::<Pod>::namespaced(c.clone(), "default")
+            .create(&pod("web"))
+            .await
+            .unwrap();
+        let regarding = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: Some("web".into()),
+            namespace: Some("default".into()),
+            uid: created.metadata.uid.clone(),
+            ..Default::default()
+        };
+        let recorder = Recorder::new(c.clone(), "test-controller", None);
+        for _ in 0..2 {
+            recorder
+                .record(
+                    &regarding,
+                    EventType::Warning,
+                    "BackOff",
+                    "Back-off restarting",
+                )
+                .await
+                .unwrap();
+        }
+        recorder
+            .record(&regarding, EventType::Normal, "Pulled", "Pulled image")
+            .await
+            .unwrap();
+        let events = Api::<Event>::namespaced(c.clone(), "default")
+            .list(&ListParams::default())
+            .await
+            .unwrap();
+        assert_eq!(events.items.len(), 2);
+        let backoff = events
+            .items
+            .iter()
+            .find(|e| e.reason.as_deref() == Some("BackOff"))
+            .unwrap();
+        assert_eq!(backoff.count, Some(2));
+        assert_eq!(
+            backoff.source.as_ref().unwrap().component.as_deref(),
+            Some("test-controller")
+        );
+    });
+    let describe = server.kubectl(&["describe", "pod", "web"]);
+    let text = describe.ok();
+    assert!(text.contains("(x2 over"), "{text}");
+    assert!(text.contains("test-controller"), "{text}");
+}
+
+#[test]
+fn a_second_candidate_takes_over_when_the_leader_goes() {
+    use tinykube_client::leader::{LeaderElector, LeaseConfig};
+    let server = ApiServer::start().unwrap();
+    let c = client(&server);
+    let cfg = |id: &str| LeaseConfig {
+        lease_duration: Duration::from_secs(2),
+        renew_deadline: Duration::from_millis(1500),
+        retry_period: Duration::from_millis(100),
+        ..LeaseConfig::new("kube-system", "demo-scheduler", id)
+    };
+    let rt = runtime();
+    rt.block_on(async {
+        let a = std::sync::Arc::new(LeaderElector::new(c.clone(), cfg("a")));
+        let b = std::sync::Arc::new(LeaderElector::new(c.clone(), cfg("b")));
+        let (mut a_leads, mut b_leads) = (a.leading(), b.leading());
+        // a campaigns first and wins; it then "crashes" (its task is aborted: no release).
+        let a_task = tokio::spawn({
+            let a = a.clone();
+            async move { a.run(std::future::pending()).await }
+        });
+        a_leads.wait_for(|l| *l).await.unwrap();
+        let (stop_b, stopped_b) = tokio::sync::oneshot::channel::<()>();
+        let b_task = tokio::spawn({
+            let b = b.clone();
+            async move {
+                b.run(async {
+                    let _ = stopped_b.await;
+                })
+                .await
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!*b_leads.borrow(), "only one leader at a time");
+        a_task.abort();
+        let started = std::time::Instant::now();
+        tokio::time::timeout(Duration::from_secs(6), b_leads.wait_for(|l| *l))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            started.elapsed() >= Duration::from_millis(1000),
+            "b waited for a's lease to expire"
+        );
+        let lease = Api::<tinykube_client::k8s_openapi::api::coordination::v1::Lease>::namespaced(
+            c.clone(),
+            "kube-system",
+        )
+        .get("demo-scheduler")
+        .await
+        .unwrap();
+        let spec = lease.spec.unwrap();
+        assert_eq!(spec.holder_identity.as_deref(), Some("b"));
+        assert_eq!(spec.lease_transitions, Some(1));
+
+        // A graceful stop releases the lease: the next candidate takes over at once.
+        let c2 = std::sync::Arc::new(LeaderElector::new(c.clone(), cfg("c")));
+        let mut c_leads = c2.leading();
+        let c_task = tokio::spawn({
+            let c2 = c2.clone();
+            async move { c2.run(std::future::pending()).await }
+        });
+        stop_b.send(()).unwrap();
+        b_task.await.unwrap();
+        let started = std::time::Instant::now();
+        tokio::time::timeout(Duration::from_secs(3), c_leads.wait_for(|l| *l))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            started.elapsed() < Duration::from_millis(1500),
+            "released, not expired"
+        );
+        c_task.abort();
+    });
+}

@@ -1,0 +1,125 @@
+//! The event recorder: core/v1 Events as upstream's legacy recorder writes them (`source`,
+//! `count`, first/last timestamps), with repeats of the same event aggregated by bumping `count`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use serde_json::json;
+
+use crate::api::{Api, Patch};
+use crate::config::Client;
+use crate::error::ClientError;
+
+/// `Normal` or `Warning`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// Identity of an event for aggregation: the same object, type, reason and message.
+type Key = (String, String, String, String, &'static str, String, String);
+
+/// Records events for one component (e.g. `replicaset-controller`).
+pub struct Recorder {
+    client: Client,
+    component: String,
+    host: Option<String>,
+    seen: Mutex<HashMap<Key, (String, String, i32)>>,
+}
+
+impl Recorder {
+    pub fn new(client: Client, component: &str, host: Option<&str>) -> Self {
+        Recorder {
+            client,
+            component: component.to_string(),
+            host: host.map(str::to_string),
+            seen: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Record that `reason` happened to `regarding`. A repeat of the same event bumps the
+    /// existing Event's `count` and `lastTimestamp` instead of creating another.
+    pub async fn record(
+        &self,
+        regarding: &ObjectReference,
+        kind: EventType,
+        reason: &str,
+        message: &str,
+    ) -> Result<(), ClientError> {
+        let namespace = regarding
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".into());
+        let key: Key = (
+            namespace.clone(),
+            regarding.kind.clone().unwrap_or_default(),
+            regarding.name.clone().unwrap_or_default(),
+            regarding.uid.clone().unwrap_or_default(),
+            kind.as_str(),
+            reason.to_string(),
+            message.to_string(),
+        );
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+        let now = crate::now();
+        let previous = self.seen.lock().ok().and_then(|s| s.get(&key).cloned());
+        if let Some((name, ns, count)) = previous {
+            let bumped = count + 1;
+            let patch = json!({"count": bumped, "lastTimestamp": Time(now)});
+            let events: Api<Event> = Api::namespaced(self.client.clone(), &ns);
+            match events.patch(&name, &Patch::Merge(patch)).await {
+                Ok(_) => {
+                    if let Ok(mut s) = self.seen.lock() {
+                        s.insert(key, (name, ns, bumped));
+                    }
+                    return Ok(());
+                }
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let name = format!(
+            "{}.{:x}",
+            regarding.name.as_deref().unwrap_or("event"),
+            now.as_nanosecond()
+        );
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace.clone()),
+                ..Default::default()
+            },
+            involved_object: regarding.clone(),
+            reason: Some(reason.to_string()),
+            message: Some(message.to_string()),
+            type_: Some(kind.as_str().to_string()),
+            count: Some(1),
+            first_timestamp: Some(Time(now)),
+            last_timestamp: Some(Time(now)),
+            source: Some(EventSource {
+                component: Some(self.component.clone()),
+                host: self.host.clone(),
+            }),
+            reporting_component: Some(self.component.clone()),
+            reporting_instance: Some(self.host.clone().unwrap_or_default()),
+            ..Default::default()
+        };
+        api.create(&event).await?;
+        if let Ok(mut s) = self.seen.lock() {
+            s.insert(key, (name, namespace, 1));
+        }
+        Ok(())
+    }
+}

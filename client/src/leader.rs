@@ -1,0 +1,185 @@
+//! Leader election on a coordination.k8s.io/v1 Lease, as upstream's leaderelection: acquire when
+//! the lease is free or expired, renew every retry period, give up leadership when renewals fail
+//! for the renew deadline, and release the lease on shutdown so a successor takes over at once.
+
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use tokio::sync::watch;
+
+use crate::api::Api;
+use crate::config::Client;
+use crate::error::ClientError;
+
+/// Timings of an election (upstream's defaults: 15 s, 10 s, 2 s).
+#[derive(Debug, Clone)]
+pub struct LeaseConfig {
+    pub namespace: String,
+    pub name: String,
+    pub identity: String,
+    pub lease_duration: Duration,
+    pub renew_deadline: Duration,
+    pub retry_period: Duration,
+}
+
+impl LeaseConfig {
+    pub fn new(namespace: &str, name: &str, identity: &str) -> Self {
+        LeaseConfig {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            identity: identity.to_string(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Runs an election; `is_leader()` says whether this process currently leads.
+pub struct LeaderElector {
+    api: Api<Lease>,
+    cfg: LeaseConfig,
+    leading: watch::Sender<bool>,
+}
+
+enum Attempt {
+    Acquired,
+    HeldByOther,
+}
+
+impl LeaderElector {
+    pub fn new(client: Client, cfg: LeaseConfig) -> Self {
+        let (leading, _) = watch::channel(false);
+        LeaderElector {
+            api: Api::namespaced(client, &cfg.namespace),
+            cfg,
+            leading,
+        }
+    }
+
+    /// Follow leadership changes.
+    pub fn leading(&self) -> watch::Receiver<bool> {
+        self.leading.subscribe()
+    }
+
+    fn fresh_spec(&self, now: Timestamp, transitions: i32) -> LeaseSpec {
+        LeaseSpec {
+            holder_identity: Some(self.cfg.identity.clone()),
+            lease_duration_seconds: Some(self.cfg.lease_duration.as_secs() as i32),
+            acquire_time: Some(MicroTime(now)),
+            renew_time: Some(MicroTime(now)),
+            lease_transitions: Some(transitions),
+            ..Default::default()
+        }
+    }
+
+    /// One acquire-or-renew attempt.
+    async fn try_acquire_or_renew(&self) -> Result<Attempt, ClientError> {
+        let now = crate::now();
+        let Some(mut lease) = self.api.get_opt(&self.cfg.name).await? else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(self.cfg.name.clone()),
+                    namespace: Some(self.cfg.namespace.clone()),
+                    ..Default::default()
+                },
+                spec: Some(self.fresh_spec(now, 0)),
+            };
+            return match self.api.create(&lease).await {
+                Ok(_) => Ok(Attempt::Acquired),
+                Err(e) if e.code() == Some(409) => Ok(Attempt::HeldByOther),
+                Err(e) => Err(e),
+            };
+        };
+        let spec = lease.spec.clone().unwrap_or_default();
+        let holder = spec.holder_identity.clone().unwrap_or_default();
+        let mine = holder == self.cfg.identity;
+        let duration =
+            SignedDuration::from_secs(i64::from(spec.lease_duration_seconds.unwrap_or(0)));
+        let expired = match &spec.renew_time {
+            Some(MicroTime(t)) => t.checked_add(duration).map(|end| end < now).unwrap_or(true),
+            None => true,
+        };
+        if !mine && !holder.is_empty() && !expired {
+            return Ok(Attempt::HeldByOther);
+        }
+        let new_spec = if mine {
+            LeaseSpec {
+                renew_time: Some(MicroTime(now)),
+                lease_duration_seconds: Some(self.cfg.lease_duration.as_secs() as i32),
+                ..spec
+            }
+        } else {
+            self.fresh_spec(now, spec.lease_transitions.unwrap_or(0) + 1)
+        };
+        lease.spec = Some(new_spec);
+        match self.api.replace(&self.cfg.name, &lease).await {
+            Ok(_) => Ok(Attempt::Acquired),
+            Err(e) if e.is_conflict() => Ok(Attempt::HeldByOther),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Give the lease up so the next candidate need not wait for it to expire.
+    async fn release(&self) {
+        if let Ok(Some(mut lease)) = self.api.get_opt(&self.cfg.name).await {
+            let spec = lease.spec.clone().unwrap_or_default();
+            if spec.holder_identity.as_deref() == Some(&self.cfg.identity) {
+                lease.spec = Some(LeaseSpec {
+                    holder_identity: None,
+                    lease_duration_seconds: Some(1),
+                    renew_time: Some(MicroTime(crate::now())),
+                    ..spec
+                });
+                let _ = self.api.replace(&self.cfg.name, &lease).await;
+            }
+        }
+    }
+
+    /// Campaign and hold leadership until `stop` resolves; leadership is reported through
+    /// [`LeaderElector::leading`]. Returns when stopped (after releasing the lease).
+    pub async fn run(&self, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
+        let mut last_renew: Option<tokio::time::Instant> = None;
+        loop {
+            let attempt = self.try_acquire_or_renew().await;
+            let now = tokio::time::Instant::now();
+            match attempt {
+                Ok(Attempt::Acquired) => {
+                    if last_renew.is_none() {
+                        tracing::info!(lease = %self.cfg.name, identity = %self.cfg.identity, "became leader");
+                    }
+                    last_renew = Some(now);
+                    self.leading
+                        .send_if_modified(|l| !std::mem::replace(l, true));
+                }
+                Ok(Attempt::HeldByOther) | Err(_) => {
+                    if let Err(e) = &attempt {
+                        tracing::warn!(error = %e, "leader election attempt failed");
+                    }
+                    let lost = last_renew
+                        .is_some_and(|t| now.duration_since(t) > self.cfg.renew_deadline)
+                        || matches!(attempt, Ok(Attempt::HeldByOther));
+                    if lost && last_renew.is_some() {
+                        tracing::warn!(lease = %self.cfg.name, "lost leadership");
+                        last_renew = None;
+                        self.leading
+                            .send_if_modified(|l| std::mem::replace(l, false));
+                    }
+                }
+            }
+            tokio::select! {
+                _ = &mut stop => {
+                    if *self.leading.borrow() {
+                        self.release().await;
+                        self.leading.send_replace(false);
+                    }
+                    return;
+                }
+                _ = tokio::time::sleep(self.cfg.retry_period) => {}
+            }
+        }
+    }
+}
