@@ -255,3 +255,76 @@ pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(25));
     }
 }
+
+/// A running tinykube-scheduler for an API server; killed on drop.
+pub struct Scheduler {
+    child: Child,
+}
+
+impl Scheduler {
+    pub fn start(server: &ApiServer, extra: &[&str]) -> Result<Scheduler> {
+        let child = Command::new(binary("tinykube-scheduler"))
+            .arg("--kubeconfig")
+            .arg(server.kubeconfig())
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting tinykube-scheduler")?;
+        Ok(Scheduler { child })
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Create Ready nodes `worker0..` (and `master0` with its NoSchedule taint when `master`),
+/// each cpu=4 memory=8Gi pods=110, the way the course sets them up without kubelets:
+/// `kubectl create -f` then `kubectl patch node --subresource=status`.
+pub fn ready_nodes(server: &ApiServer, workers: usize, master: bool) {
+    let mut names: Vec<String> = (0..workers).map(|i| format!("worker{i}")).collect();
+    if master {
+        names.push("master0".into());
+    }
+    for name in &names {
+        let role = if name.starts_with("master") {
+            "    node-role.kubernetes.io/master: \"\"\nspec:\n  taints:\n  - key: node-role.kubernetes.io/master\n    effect: NoSchedule\n"
+        } else {
+            ""
+        };
+        let yaml = format!(
+            "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels:\n    kubernetes.io/hostname: {name}\n{role}"
+        );
+        server
+            .kubectl_stdin(&["create", "-f", "-"], Some(&yaml))
+            .ok();
+        let status = r#"{"status":{"capacity":{"cpu":"4","memory":"8Gi","pods":"110"},"allocatable":{"cpu":"4","memory":"8Gi","pods":"110"},"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status"}]}}"#;
+        server
+            .kubectl(&[
+                "patch",
+                "node",
+                name,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                status,
+            ])
+            .ok();
+        // The API server taints every new node not-ready (TaintNodesByCondition); upstream's
+        // node-lifecycle controller lifts it once the node reports Ready. Until tinykube's
+        // controller manager runs in these tests, the helper lifts it the same way.
+        server
+            .kubectl(&[
+                "taint",
+                "nodes",
+                name,
+                "node.kubernetes.io/not-ready:NoSchedule-",
+            ])
+            .ok();
+    }
+}

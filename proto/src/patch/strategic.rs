@@ -38,7 +38,6 @@ fn list_strategy(parent: &str, field: &str) -> ListStrategy {
         "volumeDevices" => MergeKey("devicePath"),
         "hostAliases" => MergeKey("ip"),
         "conditions" | "addresses" => MergeKey("type"),
-        "taints" => MergeKey("key"),
         "ownerReferences" => MergeKey("uid"),
         "topologySpreadConstraints" => MergeKey("topologyKey"),
         "finalizers" if parent == "metadata" => MergePrimitives,
@@ -298,6 +297,17 @@ mod tests {
             json!({"data": {"$patch": "replace", "b": "2"}}),
         );
         assert_eq!(replaced, json!({"data": {"b": "2"}}));
+    }
+
+    #[test]
+    fn atomic_lists_are_replaced() {
+        // Node taints are atomic upstream: `kubectl taint ... key-` sends the remaining list.
+        let doc = json!({"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}, {"key": "b", "effect": "NoSchedule"}]}});
+        let patch = json!({"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}});
+        assert_eq!(
+            smp(doc, patch),
+            json!({"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}})
+        );
     }
 
     #[test]

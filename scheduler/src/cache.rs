@@ -1,0 +1,86 @@
+//! The scheduler's view of the cluster for one cycle: informer caches of nodes and pods, plus
+//! pods assumed on a node at Reserve, so the next pod sees their resources before the binding's
+//! watch event comes back.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use tinykube_client::reflector::Store;
+
+use crate::framework::NodeInfo;
+
+/// Index name of pods by node.
+pub const BY_NODE: &str = "node";
+
+pub fn node_of(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .filter(|n| !n.is_empty())
+}
+
+pub struct Cache {
+    pub nodes: Store<Node>,
+    pub pods: Store<Pod>,
+    assumed: Mutex<HashMap<String, (String, Arc<Pod>)>>,
+}
+
+impl Cache {
+    pub fn new(nodes: Store<Node>, pods: Store<Pod>) -> Self {
+        Cache {
+            nodes,
+            pods,
+            assumed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn assumed(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Arc<Pod>)>> {
+        self.assumed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn assume(&self, key: &str, node: &str, pod: Arc<Pod>) {
+        self.assumed()
+            .insert(key.to_string(), (node.to_string(), pod));
+    }
+
+    pub fn forget(&self, key: &str) {
+        self.assumed().remove(key);
+    }
+
+    /// Every node with the pods on it, bound or assumed.
+    pub fn snapshot(&self) -> Vec<NodeInfo> {
+        let mut assumed_by_node: HashMap<String, Vec<Arc<Pod>>> = HashMap::new();
+        {
+            let mut assumed = self.assumed();
+            // An assumption ends when the informer shows the pod bound (or gone).
+            assumed.retain(|key, _| self.pods.get(key).is_some_and(|p| node_of(&p).is_none()));
+            for (node, pod) in assumed.values() {
+                assumed_by_node
+                    .entry(node.clone())
+                    .or_default()
+                    .push(pod.clone());
+            }
+        }
+        self.nodes
+            .list()
+            .into_iter()
+            .map(|node| {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                let mut pods: Vec<Arc<Pod>> = self
+                    .pods
+                    .by_index(BY_NODE, &name)
+                    .into_iter()
+                    .filter(|p| {
+                        !matches!(
+                            p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                            Some("Succeeded" | "Failed")
+                        )
+                    })
+                    .collect();
+                pods.extend(assumed_by_node.remove(&name).unwrap_or_default());
+                NodeInfo::new(node, pods)
+            })
+            .collect()
+    }
+}

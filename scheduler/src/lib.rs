@@ -1,0 +1,210 @@
+//! tinykube-scheduler: watches pending pods of its scheduler names, runs them through the
+//! filter/score plugins and binds each to the best node.
+//!
+//! One entry, [`run`]. Informers (pods indexed by node, nodes) feed a [`queue::Queue`]; each
+//! popped pod goes through [`schedule_one`] against a [`cache::Cache`] snapshot.
+
+pub mod cache;
+pub mod framework;
+pub mod plugins;
+pub mod queue;
+pub mod schedule_one;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::{Event, Node, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use tinykube_client::reflector::{key_of, Informer, Notification};
+use tinykube_client::{Api, Client, ListParams};
+use tokio_util::sync::CancellationToken;
+
+use crate::cache::{node_of, Cache, BY_NODE};
+use crate::plugins::Weighted;
+use crate::queue::Queue;
+
+/// Settings of one scheduler process.
+pub struct Config {
+    pub client: tinykube_client::Config,
+    /// The profiles' scheduler names this process serves.
+    pub scheduler_names: Vec<String>,
+    /// Seed for tie-breaks between equally scored nodes (random when unset).
+    pub seed: Option<u64>,
+    /// Host name for `reportingInstance` (`<scheduler-name>-<host>`).
+    pub host: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    #[error("connecting to the API server: {0}")]
+    Client(#[from] tinykube_client::ClientError),
+}
+
+/// Shared state of a running scheduler.
+pub struct Scheduler {
+    pub client: Client,
+    pub cache: Cache,
+    pub queue: Queue,
+    pub plugins: Vec<Weighted>,
+    pub names: HashSet<String>,
+    pub rng: Mutex<StdRng>,
+    pub host: String,
+}
+
+impl Scheduler {
+    fn responsible_for(&self, pod: &Pod) -> bool {
+        let name = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.scheduler_name.as_deref())
+            .unwrap_or("default-scheduler");
+        self.names.contains(name)
+            && node_of(pod).is_none()
+            && pod.metadata.deletion_timestamp.is_none()
+    }
+
+    /// Record an event the way upstream's events.k8s.io recorder does: `eventTime`, `action`,
+    /// reporting controller and instance, no legacy counters.
+    pub async fn record(
+        &self,
+        pod: &Pod,
+        scheduler: &str,
+        kind: &str,
+        reason: &str,
+        action: &str,
+        message: &str,
+    ) {
+        let ns = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let now = tinykube_client::now();
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(format!(
+                    "{}.{:x}",
+                    pod.metadata.name.as_deref().unwrap_or("pod"),
+                    now.as_nanosecond()
+                )),
+                namespace: Some(ns.clone()),
+                ..Default::default()
+            },
+            involved_object: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: pod.metadata.name.clone(),
+                namespace: Some(ns.clone()),
+                uid: pod.metadata.uid.clone(),
+                resource_version: pod.metadata.resource_version.clone(),
+                ..Default::default()
+            },
+            reason: Some(reason.into()),
+            message: Some(message.into()),
+            type_: Some(kind.into()),
+            event_time: Some(MicroTime(now)),
+            action: Some(action.into()),
+            reporting_component: Some(scheduler.into()),
+            reporting_instance: Some(format!("{scheduler}-{}", self.host)),
+            source: Some(Default::default()),
+            ..Default::default()
+        };
+        if let Err(e) = Api::<Event>::namespaced(self.client.clone(), &ns)
+            .create(&event)
+            .await
+        {
+            tracing::warn!(error = %e, reason, "could not record event");
+        }
+    }
+}
+
+fn priority(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+}
+
+/// Run until `shutdown` is cancelled.
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), SchedulerError> {
+    let client = Client::new(config.client)?;
+    let pods = Informer::new(Api::<Pod>::all(client.clone()), ListParams::default())
+        .with_index(BY_NODE, |p: &Pod| {
+            node_of(p).map(str::to_string).into_iter().collect()
+        });
+    let nodes = Informer::new(Api::<Node>::all(client.clone()), ListParams::default());
+    let (mut pod_store, mut node_store) = (pods.store(), nodes.store());
+    let (mut pod_events, mut node_events) = (pods.subscribe(), nodes.subscribe());
+    let rng = match config.seed {
+        Some(s) => StdRng::seed_from_u64(s),
+        None => StdRng::from_os_rng(),
+    };
+    let sched = Arc::new(Scheduler {
+        client,
+        cache: Cache::new(node_store.clone(), pod_store.clone()),
+        queue: Queue::default(),
+        plugins: plugins::default_plugins(),
+        names: config.scheduler_names.into_iter().collect(),
+        rng: Mutex::new(rng),
+        host: config.host,
+    });
+    let informers = tokio::spawn(async move {
+        tokio::join!(pods.run(), nodes.run());
+    });
+
+    // Informer notifications only feed the queue.
+    let feeder = {
+        let sched = sched.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    n = pod_events.recv() => match n {
+                        Ok(Notification::Add(p)) | Ok(Notification::Update { new: p, .. }) => {
+                            let key = key_of(p.as_ref());
+                            if sched.responsible_for(&p) {
+                                sched.queue.add(&key, priority(&p));
+                            } else {
+                                sched.queue.remove(&key);
+                            }
+                        }
+                        Ok(Notification::Delete(p)) => {
+                            sched.queue.remove(&key_of(p.as_ref()));
+                            if node_of(&p).is_some() {
+                                sched.queue.cluster_changed();
+                            }
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            for p in sched.cache.pods.list() {
+                                if sched.responsible_for(&p) {
+                                    sched.queue.add(&key_of(p.as_ref()), priority(&p));
+                                }
+                            }
+                        }
+                        Err(_) => return,
+                    },
+                    n = node_events.recv() => match n {
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => sched.queue.cluster_changed(),
+                        Err(_) => return,
+                    },
+                }
+            }
+        })
+    };
+
+    pod_store.wait_ready().await;
+    node_store.wait_ready().await;
+    for p in sched.cache.pods.list() {
+        if sched.responsible_for(&p) {
+            sched.queue.add(&key_of(p.as_ref()), priority(&p));
+        }
+    }
+    tracing::info!(names = ?sched.names, "scheduler started");
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            key = sched.queue.pop() => schedule_one::schedule_one(&sched, &key).await,
+        }
+    }
+    feeder.abort();
+    informers.abort();
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! tinykube-scheduler: parse flags, set up logging, schedule until SIGTERM/SIGINT.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+
+/// Watches pending pods of its scheduler name and binds each to the best node, with upstream's
+/// plugins, messages and events.
+#[derive(Parser, Debug)]
+#[command(name = "tinykube-scheduler", version)]
+struct Flags {
+    /// kubeconfig of the cluster (default: $KUBECONFIG).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// API server URL; overrides the kubeconfig's server.
+    #[arg(long)]
+    master: Option<String>,
+    /// The schedulerName of the pods this scheduler places.
+    #[arg(long, default_value = "default-scheduler")]
+    scheduler_name: String,
+    /// Seed for tie-breaks between equally scored nodes (reproducible placements).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+#[tokio::main]
+async fn main() {
+    let flags = match Flags::try_parse() {
+        Ok(f) => f,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            eprintln!(
+                "tinykube-scheduler: {}",
+                first.trim_start_matches("error: ")
+            );
+            std::process::exit(2);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .init();
+    let client =
+        match tinykube_client::Config::load(flags.kubeconfig.as_deref(), flags.master.as_deref()) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("tinykube-scheduler: {e}");
+                std::process::exit(1);
+            }
+        };
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    let config = tinykube_scheduler::Config {
+        client,
+        scheduler_names: vec![flags.scheduler_name],
+        seed: flags.seed,
+        host,
+    };
+    let shutdown = CancellationToken::new();
+    let signal = shutdown.clone();
+    tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = async { if let Some(t) = term.as_mut() { t.recv().await; } else { std::future::pending::<()>().await } } => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        signal.cancel();
+    });
+    if let Err(e) = tinykube_scheduler::run(config, shutdown).await {
+        eprintln!("tinykube-scheduler: {e}");
+        std::process::exit(1);
+    }
+}

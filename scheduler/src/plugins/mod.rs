@@ -1,0 +1,69 @@
+//! The filter/score plugins, one file each, and the registry that builds a profile's plugin
+//! list in upstream's default order and weights.
+
+pub mod node_affinity;
+pub mod node_name;
+pub mod node_resources_fit;
+pub mod node_unschedulable;
+pub mod taint_toleration;
+
+use crate::framework::Plugin;
+
+/// A plugin and its score weight.
+pub struct Weighted {
+    pub plugin: Box<dyn Plugin>,
+    pub weight: i64,
+}
+
+/// The default profile's plugins, in upstream's filter order, with its score weights.
+pub fn default_plugins() -> Vec<Weighted> {
+    vec![
+        Weighted {
+            plugin: Box::new(node_unschedulable::NodeUnschedulable),
+            weight: 0,
+        },
+        Weighted {
+            plugin: Box::new(node_name::NodeName),
+            weight: 0,
+        },
+        Weighted {
+            plugin: Box::new(taint_toleration::TaintToleration),
+            weight: 3,
+        },
+        Weighted {
+            plugin: Box::new(node_affinity::NodeAffinity),
+            weight: 2,
+        },
+        Weighted {
+            plugin: Box::new(node_resources_fit::NodeResourcesFit),
+            weight: 1,
+        },
+    ]
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use serde_json::{json, Value};
+
+    use crate::framework::NodeInfo;
+
+    pub fn pod(spec: Value) -> Pod {
+        serde_json::from_value(
+            json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec}),
+        )
+        .unwrap()
+    }
+
+    pub fn node(name: &str, labels: Value, spec: Value) -> NodeInfo {
+        let n: Node = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels},
+            "spec": spec,
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}
+        }))
+        .unwrap();
+        NodeInfo::new(Arc::new(n), Vec::new())
+    }
+}

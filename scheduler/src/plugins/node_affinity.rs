@@ -1,0 +1,219 @@
+//! NodeAffinity: `nodeSelector` and required node-affinity terms filter (terms ORed, a term's
+//! expressions ANDed; In, NotIn, Exists, DoesNotExist, Gt, Lt; matchFields on metadata.name);
+//! preferred terms score by the sum of the weights that match.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
+
+use crate::framework::{default_normalize, NodeInfo, Plugin, Status};
+
+pub const NAME: &str = "NodeAffinity";
+pub const REASON: &str = "node(s) didn't match Pod's node affinity/selector";
+
+pub struct NodeAffinity;
+
+fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
+    let values = r.values.as_deref().unwrap_or(&[]);
+    let as_int = |s: &str| s.parse::<i64>().ok();
+    match r.operator.as_str() {
+        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
+        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        "Gt" | "Lt" => {
+            let (Some(v), Some(bound)) = (
+                value.and_then(as_int),
+                values.first().and_then(|b| as_int(b)),
+            ) else {
+                return false;
+            };
+            if r.operator == "Gt" {
+                v > bound
+            } else {
+                v < bound
+            }
+        }
+        _ => false,
+    }
+}
+
+/// Whether a node selector term matches a node: every expression on labels and every field
+/// requirement; an empty term matches nothing.
+pub fn term_matches(
+    term: &NodeSelectorTerm,
+    labels: &BTreeMap<String, String>,
+    node_name: &str,
+) -> bool {
+    let exprs = term.match_expressions.as_deref().unwrap_or(&[]);
+    let fields = term.match_fields.as_deref().unwrap_or(&[]);
+    if exprs.is_empty() && fields.is_empty() {
+        return false;
+    }
+    exprs
+        .iter()
+        .all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
+        && fields.iter().all(|r| {
+            let value = (r.key == "metadata.name").then_some(node_name);
+            requirement_matches(r, value)
+        })
+}
+
+/// Whether the pod's nodeSelector and required node affinity admit the node.
+pub fn required_matches(pod: &Pod, labels: &BTreeMap<String, String>, node_name: &str) -> bool {
+    let Some(spec) = pod.spec.as_ref() else {
+        return true;
+    };
+    let selector_ok = spec
+        .node_selector
+        .iter()
+        .flatten()
+        .all(|(k, v)| labels.get(k) == Some(v));
+    let required = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| {
+            na.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
+    let affinity_ok = required.is_none_or(|r| {
+        r.node_selector_terms
+            .iter()
+            .any(|t| term_matches(t, labels, node_name))
+    });
+    selector_ok && affinity_ok
+}
+
+impl Plugin for NodeAffinity {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn filter(&self, pod: &Pod, node: &NodeInfo) -> Status {
+        if required_matches(pod, &node.labels(), node.name()) {
+            Status::Success
+        } else {
+            Status::unresolvable(REASON)
+        }
+    }
+
+    fn scores(&self) -> bool {
+        true
+    }
+
+    fn score(&self, pod: &Pod, node: &NodeInfo) -> i64 {
+        let labels = node.labels();
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.affinity.as_ref())
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(|na| {
+                na.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .map(|terms| {
+                terms
+                    .iter()
+                    .filter(|t| term_matches(&t.preference, &labels, node.name()))
+                    .map(|t| i64::from(t.weight))
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+
+    fn normalize(&self, scores: &mut [i64]) {
+        default_normalize(scores, false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testing::{node, pod};
+    use serde_json::json;
+
+    #[test]
+    fn selectors_and_required_terms() {
+        let n = node(
+            "w0",
+            json!({"project": "project1", "ssd": "true", "gen": "5"}),
+            json!({}),
+        );
+        let term = |exprs: serde_json::Value| json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": exprs}]}}}, "containers": []});
+        let cases = [
+            (
+                json!({"containers": [], "nodeSelector": {"ssd": "true"}}),
+                true,
+            ),
+            (
+                json!({"containers": [], "nodeSelector": {"ssd": "false"}}),
+                false,
+            ),
+            (
+                term(
+                    json!([{"key": "project", "operator": "In", "values": ["project1"]}, {"key": "ssd", "operator": "In", "values": ["true"]}]),
+                ),
+                true,
+            ),
+            (
+                term(
+                    json!([{"key": "project", "operator": "In", "values": ["project1"]}, {"key": "accelerator", "operator": "Exists"}]),
+                ),
+                false,
+            ),
+            (
+                term(json!([{"key": "project", "operator": "NotIn", "values": ["project2"]}])),
+                true,
+            ),
+            (
+                term(json!([{"key": "accelerator", "operator": "DoesNotExist"}])),
+                true,
+            ),
+            (
+                term(json!([{"key": "gen", "operator": "Gt", "values": ["4"]}])),
+                true,
+            ),
+            (
+                term(json!([{"key": "gen", "operator": "Lt", "values": ["4"]}])),
+                false,
+            ),
+            (
+                json!({"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "nope", "operator": "Exists"}]},
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["w0"]}]}]}}}}),
+                true,
+            ),
+        ];
+        for (spec, fits) in cases {
+            assert_eq!(
+                NodeAffinity.filter(&pod(spec.clone()), &n).is_success(),
+                fits,
+                "{spec}"
+            );
+        }
+    }
+
+    #[test]
+    fn preferred_terms_add_their_weights() {
+        let spec = json!({"containers": [], "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 60, "preference": {"matchExpressions": [{"key": "project", "operator": "In", "values": ["project2"]}]}},
+            {"weight": 30, "preference": {"matchExpressions": [{"key": "ssd", "operator": "In", "values": ["true"]}]}}]}}});
+        let p = pod(spec);
+        let both = node(
+            "a",
+            json!({"project": "project2", "ssd": "true"}),
+            json!({}),
+        );
+        let one = node("b", json!({"project": "project2"}), json!({}));
+        let none = node("c", json!({}), json!({}));
+        let mut scores = [
+            NodeAffinity.score(&p, &both),
+            NodeAffinity.score(&p, &one),
+            NodeAffinity.score(&p, &none),
+        ];
+        assert_eq!(scores, [90, 60, 0]);
+        NodeAffinity.normalize(&mut scores);
+        assert_eq!(scores, [100, 66, 0]);
+    }
+}

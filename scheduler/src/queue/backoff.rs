@@ -1,0 +1,59 @@
+//! The backoff queue: pods that failed, waiting 1 s doubling to 10 s per attempt.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+pub const INITIAL: Duration = Duration::from_secs(1);
+pub const MAX: Duration = Duration::from_secs(10);
+
+/// Backoff after `attempts` failed attempts.
+pub fn delay(attempts: u32) -> Duration {
+    INITIAL
+        .saturating_mul(1 << attempts.saturating_sub(1).min(4))
+        .min(MAX)
+}
+
+#[derive(Default)]
+pub struct Backoff {
+    waiting: HashMap<String, (Instant, i32)>,
+}
+
+impl Backoff {
+    pub fn push(&mut self, key: &str, priority: i32, ready_at: Instant) {
+        self.waiting.insert(key.to_string(), (ready_at, priority));
+    }
+
+    /// Pods whose backoff is over.
+    pub fn ready(&mut self, now: Instant) -> Vec<(String, i32)> {
+        let keys: Vec<String> = self
+            .waiting
+            .iter()
+            .filter(|(_, (t, _))| *t <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.into_iter()
+            .filter_map(|k| self.waiting.remove(&k).map(|(_, p)| (k, p)))
+            .collect()
+    }
+
+    pub fn next_ready(&self) -> Option<Instant> {
+        self.waiting.values().map(|(t, _)| *t).min()
+    }
+
+    pub fn remove(&mut self, key: &str) {
+        self.waiting.remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_double_to_the_cap() {
+        let d: Vec<u64> = (1..=6).map(|a| delay(a).as_secs()).collect();
+        assert_eq!(d, [1, 2, 4, 8, 10, 10]);
+    }
+}

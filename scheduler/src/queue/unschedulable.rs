@@ -1,0 +1,42 @@
+//! Pods that fit nowhere, parked until the cluster changes in a way that could help (a node
+//! added or updated, a pod deleted), or until they have waited 5 minutes.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Longest a pod stays parked without a cluster change, as upstream.
+pub const MAX_PARKED: Duration = Duration::from_secs(300);
+
+#[derive(Default)]
+pub struct Unschedulable {
+    parked: HashMap<String, (Instant, i32)>,
+}
+
+impl Unschedulable {
+    pub fn park(&mut self, key: &str, priority: i32, now: Instant) {
+        self.parked.insert(key.to_string(), (now, priority));
+    }
+
+    pub fn drain(&mut self) -> Vec<(String, i32)> {
+        self.parked.drain().map(|(k, (_, p))| (k, p)).collect()
+    }
+
+    /// Pods parked longer than [`MAX_PARKED`].
+    pub fn expired(&mut self, now: Instant) -> Vec<(String, i32)> {
+        let keys: Vec<String> = self
+            .parked
+            .iter()
+            .filter(|(_, (t, _))| now.duration_since(*t) >= MAX_PARKED)
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.into_iter()
+            .filter_map(|k| self.parked.remove(&k).map(|(_, p)| (k, p)))
+            .collect()
+    }
+
+    pub fn remove(&mut self, key: &str) {
+        self.parked.remove(key);
+    }
+}

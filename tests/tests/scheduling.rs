@@ -1,0 +1,190 @@
+//! Placement as the course describes it, with real kubectl and the real scheduler: nodeSelector,
+//! nodeName, required and preferred node affinity, taints, insufficient cpu, and a second
+//! scheduler that only takes its own pods. Messages and events as upstream's.
+
+use std::time::Duration;
+
+use tinykube_tests::{eventually, ready_nodes, ApiServer, Scheduler};
+
+fn pod(name: &str, spec_extra: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  containers:\n  - name: c\n    image: nginx\n{spec_extra}"
+    )
+}
+
+fn node_of(server: &ApiServer, name: &str) -> String {
+    server
+        .kubectl(&["get", "pod", name, "-o", "jsonpath={.spec.nodeName}"])
+        .ok()
+        .to_string()
+}
+
+fn scheduled(server: &ApiServer, name: &str) -> String {
+    let ok = eventually(Duration::from_secs(10), || {
+        !node_of(server, name).is_empty()
+    });
+    if !ok {
+        let why = server.kubectl(&["get", "pod", name, "-o", "jsonpath={.status.conditions}"]);
+        panic!("{name} was not scheduled: {}", why.stdout);
+    }
+    node_of(server, name)
+}
+
+#[test]
+fn placements_follow_the_course() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 3, true);
+    server
+        .kubectl(&["label", "nodes", "worker0", "disktype=ssd"])
+        .ok();
+    server
+        .kubectl(&["label", "nodes", "worker1", "project=project2", "ssd=true"])
+        .ok();
+    server
+        .kubectl(&["label", "nodes", "worker2", "project=project2"])
+        .ok();
+    let _scheduler = Scheduler::start(&server, &["--seed", "1"]).unwrap();
+
+    // nodeSelector.
+    server
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            Some(&pod("nginx", "  nodeSelector:\n    disktype: ssd\n")),
+        )
+        .ok();
+    assert_eq!(scheduled(&server, "nginx"), "worker0");
+    let events = server.kubectl(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=nginx",
+    ]);
+    assert!(
+        events
+            .ok()
+            .contains("Successfully assigned default/nginx to worker0"),
+        "{events:?}"
+    );
+
+    // Preferred affinity 60 (project2) + 30 (ssd): the 90-point node wins.
+    let preferred = "  affinity:\n    nodeAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n      - weight: 60\n        preference:\n          matchExpressions:\n          - {key: project, operator: In, values: [project2]}\n      - weight: 30\n        preference:\n          matchExpressions:\n          - {key: ssd, operator: In, values: [\"true\"]}\n";
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&pod("preferred", preferred)))
+        .ok();
+    assert_eq!(scheduled(&server, "preferred"), "worker1");
+
+    // Required affinity with both expressions: only worker1 has project2 and ssd.
+    let required = "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchExpressions:\n          - {key: project, operator: In, values: [project2]}\n          - {key: ssd, operator: In, values: [\"true\"]}\n";
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&pod("required", required)))
+        .ok();
+    assert_eq!(scheduled(&server, "required"), "worker1");
+
+    // A toleration for the master taint plus a selector for it.
+    let on_master = "  nodeSelector:\n    node-role.kubernetes.io/master: \"\"\n  tolerations:\n  - {key: node-role.kubernetes.io/master, effect: NoSchedule}\n";
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&pod("on-master", on_master)))
+        .ok();
+    assert_eq!(scheduled(&server, "on-master"), "master0");
+
+    // Too much cpu: Pending, with upstream's message on the event and the condition.
+    let big = "    resources:\n      requests:\n        cpu: \"5\"\n        memory: 256Mi\n";
+    let text = pod("fs-cpu", "").replace("    image: nginx\n", &format!("    image: nginx\n{big}"));
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&text))
+        .ok();
+    let expected = "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu. no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.";
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .kubectl(&[
+                "get",
+                "pod",
+                "fs-cpu",
+                "-o",
+                "jsonpath={.status.conditions[0].message}"
+            ])
+            .ok()
+            == expected),
+        "condition message"
+    );
+    let describe = server.kubectl(&["describe", "pod", "fs-cpu"]);
+    let text = describe.ok();
+    assert!(text.contains("FailedScheduling"), "{text}");
+    assert!(text.contains(expected), "{text}");
+
+    // A missing label in a required term leaves the pod Pending.
+    let missing = "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchExpressions:\n          - {key: accelerator, operator: In, values: [nvidia-tesla-p100]}\n";
+    server
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            Some(&pod("fs-node-affinity", missing)),
+        )
+        .ok();
+    let expected = "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.";
+    assert!(eventually(Duration::from_secs(10), || server
+        .kubectl(&[
+            "get",
+            "pod",
+            "fs-node-affinity",
+            "-o",
+            "jsonpath={.status.conditions[0].message}"
+        ])
+        .ok()
+        == expected));
+    // Labelling a node that fits brings the pending pod onto it.
+    server
+        .kubectl(&["label", "nodes", "worker2", "accelerator=nvidia-tesla-p100"])
+        .ok();
+    assert_eq!(scheduled(&server, "fs-node-affinity"), "worker2");
+}
+
+#[test]
+fn a_second_scheduler_takes_only_its_own_pods() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 2, false);
+    let _default = Scheduler::start(&server, &[]).unwrap();
+    server
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            Some(&pod("mine", "  schedulerName: my-scheduler\n")),
+        )
+        .ok();
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&pod("theirs", "")))
+        .ok();
+    scheduled(&server, "theirs");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        node_of(&server, "mine"),
+        "",
+        "the default scheduler never touches it"
+    );
+    let none = server.kubectl(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=mine",
+    ]);
+    assert!(none.stderr.contains("No resources found"), "{none:?}");
+
+    let _mine = Scheduler::start(&server, &["--scheduler-name", "my-scheduler"]).unwrap();
+    scheduled(&server, "mine");
+    let events = server.kubectl(&[
+        "get",
+        "events",
+        "-o",
+        "custom-columns=POD:.involvedObject.name,BY:.reportingComponent",
+        "--no-headers",
+    ]);
+    let text = events.ok();
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["mine", "my-scheduler"]),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["theirs", "default-scheduler"]),
+        "{text}"
+    );
+}
