@@ -147,12 +147,33 @@ impl NodeInfo {
     }
 }
 
-/// Filter and score extension points of a plugin. Scores are 0..=100 after normalization.
+/// What plugins computed for the pod being scheduled, shared by the cycle's extension points
+/// (PreFilter writes, Filter and Score read), keyed by plugin name.
+#[derive(Default)]
+pub struct CycleState {
+    entries: std::collections::HashMap<&'static str, Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl CycleState {
+    pub fn put<T: std::any::Any + Send + Sync>(&mut self, key: &'static str, value: T) {
+        self.entries.insert(key, Box::new(value));
+    }
+
+    pub fn get<T: std::any::Any>(&self, key: &'static str) -> Option<&T> {
+        self.entries.get(key).and_then(|b| b.downcast_ref())
+    }
+}
+
+/// Extension points of a plugin: PreFilter, Filter, Score, NormalizeScore. Scores are 0..=100
+/// after normalization.
 pub trait Plugin: Send + Sync {
     fn name(&self) -> &'static str;
 
+    /// Compute what filtering needs from the whole cluster, once per pod.
+    fn pre_filter(&self, _pod: &Pod, _nodes: &[NodeInfo], _state: &mut CycleState) {}
+
     /// Whether `pod` may run on `node`.
-    fn filter(&self, _pod: &Pod, _node: &NodeInfo) -> Status {
+    fn filter(&self, _pod: &Pod, _node: &NodeInfo, _state: &CycleState) -> Status {
         Status::Success
     }
 
@@ -162,7 +183,7 @@ pub trait Plugin: Send + Sync {
     }
 
     /// Raw score of `node` for `pod`.
-    fn score(&self, _pod: &Pod, _node: &NodeInfo) -> i64 {
+    fn score(&self, _pod: &Pod, _node: &NodeInfo, _state: &CycleState) -> i64 {
         0
     }
 

@@ -11,7 +11,7 @@ use serde_json::json;
 use tinykube_client::{Api, Patch};
 
 use crate::cache::node_of;
-use crate::framework::{fit_error_message, NodeInfo, Status};
+use crate::framework::{fit_error_message, CycleState, NodeInfo, Status};
 use crate::Scheduler;
 
 /// Where a pod may go, or why it may go nowhere.
@@ -22,6 +22,10 @@ pub enum Decision {
 
 /// Filter and score `pod` against `nodes`.
 pub fn decide(sched: &Scheduler, pod: &Pod, nodes: &[NodeInfo]) -> Decision {
+    let mut state = CycleState::default();
+    for w in &sched.plugins {
+        w.plugin.pre_filter(pod, nodes, &mut state);
+    }
     let mut feasible: Vec<&NodeInfo> = Vec::new();
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let mut unresolvable = 0;
@@ -29,7 +33,7 @@ pub fn decide(sched: &Scheduler, pod: &Pod, nodes: &[NodeInfo]) -> Decision {
         let failed = sched
             .plugins
             .iter()
-            .map(|w| w.plugin.filter(pod, node))
+            .map(|w| w.plugin.filter(pod, node, &state))
             .find(|s| !s.is_success());
         match failed {
             None => feasible.push(node),
@@ -55,7 +59,10 @@ pub fn decide(sched: &Scheduler, pod: &Pod, nodes: &[NodeInfo]) -> Decision {
         .iter()
         .filter(|w| w.plugin.scores() && w.weight > 0)
     {
-        let mut scores: Vec<i64> = feasible.iter().map(|n| w.plugin.score(pod, n)).collect();
+        let mut scores: Vec<i64> = feasible
+            .iter()
+            .map(|n| w.plugin.score(pod, n, &state))
+            .collect();
         w.plugin.normalize(&mut scores);
         for (t, s) in totals.iter_mut().zip(scores) {
             *t += s * w.weight;

@@ -188,3 +188,58 @@ fn a_second_scheduler_takes_only_its_own_pods() {
         "{text}"
     );
 }
+
+#[test]
+fn pod_affinity_and_anti_affinity_by_topology() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 3, true);
+    server
+        .kubectl(&["label", "nodes", "worker0", "worker1", "project=project1"])
+        .ok();
+    server
+        .kubectl(&["label", "nodes", "worker2", "project=project2"])
+        .ok();
+    let _scheduler = Scheduler::start(&server, &[]).unwrap();
+
+    // tomcat follows mysql into its project (topologyKey: project).
+    let mysql = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: mysql\n  labels: {app: mysql}\nspec:\n  nodeName: worker2\n  containers:\n  - {name: mysql, image: mysql}\n";
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(mysql))
+        .ok();
+    let tomcat = "  affinity:\n    podAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - labelSelector:\n          matchExpressions:\n          - {key: app, operator: In, values: [mysql]}\n        namespaces: [default]\n        topologyKey: project\n";
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&pod("tomcat", tomcat)))
+        .ok();
+    assert_eq!(scheduled(&server, "tomcat"), "worker2");
+
+    // Four fluentd pods that repel each other per hostname: three nodes, one stays Pending.
+    let anti = "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - labelSelector:\n          matchExpressions:\n          - {key: app, operator: In, values: [fluentd]}\n        namespaces: [default]\n        topologyKey: kubernetes.io/hostname\n";
+    for i in 0..4 {
+        let text = pod(&format!("fluentd-{i}"), anti)
+            .replace("metadata:\n", "metadata:\n  labels: {app: fluentd}\n");
+        server
+            .kubectl_stdin(&["apply", "-f", "-"], Some(&text))
+            .ok();
+    }
+    let expected = "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) didn't match pod anti-affinity rules. no new claims to deallocate, preemption: 0/4 nodes are available: 1 Preemption is not helpful for scheduling, 3 No preemption victims found for incoming pod.";
+    let settled = eventually(Duration::from_secs(10), || {
+        let placed: Vec<String> = (0..4)
+            .map(|i| node_of(&server, &format!("fluentd-{i}")))
+            .collect();
+        placed.iter().filter(|n| !n.is_empty()).count() == 3
+            && server
+                .kubectl(&["get", "pods", "-o", "jsonpath={.items[*].status.conditions[?(@.reason==\"Unschedulable\")].message}"])
+                .ok()
+                .contains(expected)
+    });
+    assert!(
+        settled,
+        "three placed on distinct workers, the fourth Pending with upstream's message"
+    );
+    let mut nodes: Vec<String> = (0..4)
+        .map(|i| node_of(&server, &format!("fluentd-{i}")))
+        .filter(|n| !n.is_empty())
+        .collect();
+    nodes.sort();
+    assert_eq!(nodes, ["worker0", "worker1", "worker2"]);
+}

@@ -1,6 +1,7 @@
 //! The filter/score plugins, one file each, and the registry that builds a profile's plugin
 //! list in upstream's default order and weights.
 
+pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_resources_fit;
@@ -38,7 +39,33 @@ pub fn default_plugins() -> Vec<Weighted> {
             plugin: Box::new(node_resources_fit::NodeResourcesFit),
             weight: 1,
         },
+        Weighted {
+            plugin: Box::new(inter_pod_affinity::InterPodAffinity),
+            weight: 2,
+        },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_default_profile_runs_upstreams_plugins_in_order() {
+        let names: Vec<(&str, i64)> = super::default_plugins()
+            .iter()
+            .map(|w| (w.plugin.name(), w.weight))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("NodeUnschedulable", 0),
+                ("NodeName", 0),
+                ("TaintToleration", 3),
+                ("NodeAffinity", 2),
+                ("NodeResourcesFit", 1),
+                ("InterPodAffinity", 2),
+            ]
+        );
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
 
-use crate::framework::{default_normalize, NodeInfo, Plugin, Status};
+use crate::framework::{default_normalize, CycleState, NodeInfo, Plugin, Status};
 
 pub const NAME: &str = "NodeAffinity";
 pub const REASON: &str = "node(s) didn't match Pod's node affinity/selector";
@@ -90,7 +90,7 @@ impl Plugin for NodeAffinity {
         NAME
     }
 
-    fn filter(&self, pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> Status {
         if required_matches(pod, &node.labels(), node.name()) {
             Status::Success
         } else {
@@ -102,7 +102,7 @@ impl Plugin for NodeAffinity {
         true
     }
 
-    fn score(&self, pod: &Pod, node: &NodeInfo) -> i64 {
+    fn score(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> i64 {
         let labels = node.labels();
         pod.spec
             .as_ref()
@@ -187,7 +187,9 @@ mod tests {
         ];
         for (spec, fits) in cases {
             assert_eq!(
-                NodeAffinity.filter(&pod(spec.clone()), &n).is_success(),
+                NodeAffinity
+                    .filter(&pod(spec.clone()), &n, &CycleState::default())
+                    .is_success(),
                 fits,
                 "{spec}"
             );
@@ -208,9 +210,9 @@ mod tests {
         let one = node("b", json!({"project": "project2"}), json!({}));
         let none = node("c", json!({}), json!({}));
         let mut scores = [
-            NodeAffinity.score(&p, &both),
-            NodeAffinity.score(&p, &one),
-            NodeAffinity.score(&p, &none),
+            NodeAffinity.score(&p, &both, &CycleState::default()),
+            NodeAffinity.score(&p, &one, &CycleState::default()),
+            NodeAffinity.score(&p, &none, &CycleState::default()),
         ];
         assert_eq!(scores, [90, 60, 0]);
         NodeAffinity.normalize(&mut scores);

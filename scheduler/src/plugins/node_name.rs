@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::framework::{NodeInfo, Plugin, Status};
+use crate::framework::{CycleState, NodeInfo, Plugin, Status};
 
 pub const NAME: &str = "NodeName";
 pub const REASON: &str = "node(s) didn't match the requested node name";
@@ -14,7 +14,7 @@ impl Plugin for NodeName {
         NAME
     }
 
-    fn filter(&self, pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> Status {
         match pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
             Some(wanted) if !wanted.is_empty() && wanted != node.name() => {
                 Status::unresolvable(REASON)
@@ -41,7 +41,11 @@ mod tests {
             let p = pod(json!({"containers": [], "nodeName": spec.get("nodeName")}));
             assert_eq!(
                 NodeName
-                    .filter(&p, &node("w0", json!({}), json!({})))
+                    .filter(
+                        &p,
+                        &node("w0", json!({}), json!({})),
+                        &CycleState::default()
+                    )
                     .is_success(),
                 fits,
                 "{spec}"

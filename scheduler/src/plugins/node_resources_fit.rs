@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::framework::{NodeInfo, Plugin, Resources, Status};
+use crate::framework::{CycleState, NodeInfo, Plugin, Resources, Status};
 
 pub const NAME: &str = "NodeResourcesFit";
 
@@ -32,7 +32,7 @@ impl Plugin for NodeResourcesFit {
         NAME
     }
 
-    fn filter(&self, pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> Status {
         let want = Resources::requested(pod);
         let (have, used) = (&node.allocatable, &node.requested);
         let mut reasons = Vec::new();
@@ -69,7 +69,7 @@ impl Plugin for NodeResourcesFit {
     }
 
     /// LeastAllocated: the mean over cpu and memory of the share left free after placing the pod.
-    fn score(&self, pod: &Pod, node: &NodeInfo) -> i64 {
+    fn score(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> i64 {
         let (pod_cpu, pod_mem) = nonzero(&Resources::requested(pod));
         let (mut used_cpu, mut used_mem) = (0, 0);
         for p in &node.pods {
@@ -107,15 +107,15 @@ mod tests {
     fn requests_must_fit() {
         let n = node("w", json!({}), json!({}));
         assert!(NodeResourcesFit
-            .filter(&requesting("4", "1Gi"), &n)
+            .filter(&requesting("4", "1Gi"), &n, &CycleState::default())
             .is_success());
         assert_eq!(
-            NodeResourcesFit.filter(&requesting("5", "256Mi"), &n),
+            NodeResourcesFit.filter(&requesting("5", "256Mi"), &n, &CycleState::default()),
             Status::UnschedulableAndUnresolvable(vec!["Insufficient cpu".into()])
         );
         let busy = NodeInfo::new(n.node.clone(), vec![Arc::new(requesting("3", "7Gi"))]);
         assert_eq!(
-            NodeResourcesFit.filter(&requesting("2", "2Gi"), &busy),
+            NodeResourcesFit.filter(&requesting("2", "2Gi"), &busy, &CycleState::default()),
             Status::Unschedulable(vec![
                 "Insufficient cpu".into(),
                 "Insufficient memory".into()
@@ -128,7 +128,13 @@ mod tests {
         let empty = node("e", json!({}), json!({}));
         let busy = NodeInfo::new(empty.node.clone(), vec![Arc::new(requesting("2", "4Gi"))]);
         let p = requesting("1", "1Gi");
-        assert!(NodeResourcesFit.score(&p, &empty) > NodeResourcesFit.score(&p, &busy));
-        assert_eq!(NodeResourcesFit.score(&p, &empty), (75 + 87) / 2);
+        assert!(
+            NodeResourcesFit.score(&p, &empty, &CycleState::default())
+                > NodeResourcesFit.score(&p, &busy, &CycleState::default())
+        );
+        assert_eq!(
+            NodeResourcesFit.score(&p, &empty, &CycleState::default()),
+            (75 + 87) / 2
+        );
     }
 }

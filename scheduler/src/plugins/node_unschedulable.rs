@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::Pod;
 
 use super::taint_toleration::tolerates;
-use crate::framework::{NodeInfo, Plugin, Status};
+use crate::framework::{CycleState, NodeInfo, Plugin, Status};
 
 pub const NAME: &str = "NodeUnschedulable";
 pub const REASON: &str = "node(s) were unschedulable";
@@ -16,7 +16,7 @@ impl Plugin for NodeUnschedulable {
         NAME
     }
 
-    fn filter(&self, pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> Status {
         let cordoned = node.node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
         let tolerations = pod
             .spec
@@ -46,15 +46,21 @@ mod tests {
         let cordoned = node("w", json!({}), json!({"unschedulable": true}));
         let plain = pod(json!({"containers": []}));
         assert_eq!(
-            NodeUnschedulable.filter(&plain, &cordoned),
+            NodeUnschedulable.filter(&plain, &cordoned, &CycleState::default()),
             Status::unresolvable(REASON)
         );
         let tolerant = pod(
             json!({"containers": [], "tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]}),
         );
-        assert!(NodeUnschedulable.filter(&tolerant, &cordoned).is_success());
         assert!(NodeUnschedulable
-            .filter(&plain, &node("w", json!({}), json!({})))
+            .filter(&tolerant, &cordoned, &CycleState::default())
+            .is_success());
+        assert!(NodeUnschedulable
+            .filter(
+                &plain,
+                &node("w", json!({}), json!({})),
+                &CycleState::default()
+            )
             .is_success());
     }
 }

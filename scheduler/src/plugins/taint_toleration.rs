@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::{Pod, Taint, Toleration};
 
-use crate::framework::{default_normalize, NodeInfo, Plugin, Status};
+use crate::framework::{default_normalize, CycleState, NodeInfo, Plugin, Status};
 
 pub const NAME: &str = "TaintToleration";
 pub const REASON: &str = "node(s) had untolerated taint(s)";
@@ -58,7 +58,7 @@ impl Plugin for TaintToleration {
         NAME
     }
 
-    fn filter(&self, pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> Status {
         let tolerations = pod_tolerations(pod);
         let blocked = taints(node)
             .iter()
@@ -75,7 +75,7 @@ impl Plugin for TaintToleration {
         true
     }
 
-    fn score(&self, pod: &Pod, node: &NodeInfo) -> i64 {
+    fn score(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> i64 {
         let tolerations: Vec<Toleration> = pod_tolerations(pod)
             .into_iter()
             .filter(|t| {
@@ -133,7 +133,9 @@ mod tests {
         for (tolerations, fits) in cases {
             let p = pod(json!({"containers": [], "tolerations": tolerations}));
             assert_eq!(
-                TaintToleration.filter(&p, &master).is_success(),
+                TaintToleration
+                    .filter(&p, &master, &CycleState::default())
+                    .is_success(),
                 fits,
                 "{tolerations}"
             );
@@ -147,7 +149,9 @@ mod tests {
         let eq = pod(
             json!({"containers": [], "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu"}]}),
         );
-        assert!(TaintToleration.filter(&eq, &valued).is_success());
+        assert!(TaintToleration
+            .filter(&eq, &valued, &CycleState::default())
+            .is_success());
     }
 
     #[test]
@@ -160,8 +164,8 @@ mod tests {
         let clean = node("c", json!({}), json!({}));
         let p = pod(json!({"containers": []}));
         let mut scores = [
-            TaintToleration.score(&p, &soft),
-            TaintToleration.score(&p, &clean),
+            TaintToleration.score(&p, &soft, &CycleState::default()),
+            TaintToleration.score(&p, &clean, &CycleState::default()),
         ];
         TaintToleration.normalize(&mut scores);
         assert_eq!(scores, [0, 100]);
