@@ -34,12 +34,16 @@ pub struct Config {
     pub seed: Option<u64>,
     /// Host name for `reportingInstance` (`<scheduler-name>-<host>`).
     pub host: String,
+    /// Campaign on this Lease and schedule only while leading.
+    pub leader_election: Option<tinykube_client::leader::LeaseConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
     #[error("connecting to the API server: {0}")]
     Client(#[from] tinykube_client::ClientError),
+    #[error("leaderelection lost")]
+    LeadershipLost,
 }
 
 /// Shared state of a running scheduler.
@@ -197,14 +201,51 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
             sched.queue.add(&key_of(p.as_ref()), priority(&p));
         }
     }
+    // With leader election, schedule only while holding the lease; losing it ends the process,
+    // as upstream's scheduler does.
+    let mut leading = None;
+    let mut elector_task = None;
+    if let Some(lease) = config.leader_election {
+        let elector = Arc::new(tinykube_client::leader::LeaderElector::new(
+            sched.client.clone(),
+            lease,
+        ));
+        let mut rx = elector.leading();
+        let stop = shutdown.clone();
+        elector_task = Some(tokio::spawn(async move {
+            elector.run(stop.cancelled_owned()).await
+        }));
+        tokio::select! {
+            _ = rx.wait_for(|l| *l) => {}
+            _ = shutdown.cancelled() => {}
+        }
+        leading = Some(rx);
+    }
     tracing::info!(names = ?sched.names, "scheduler started");
+    let mut result = Ok(());
     loop {
+        let lost = async {
+            match leading.as_mut() {
+                Some(rx) => {
+                    let _ = rx.wait_for(|l| !*l).await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
         tokio::select! {
             _ = shutdown.cancelled() => break,
+            _ = lost, if !shutdown.is_cancelled() => {
+                result = Err(SchedulerError::LeadershipLost);
+                break;
+            }
             key = sched.queue.pop() => schedule_one::schedule_one(&sched, &key).await,
         }
     }
     feeder.abort();
     informers.abort();
-    Ok(())
+    if let Some(t) = elector_task {
+        // Let a graceful stop release the lease.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), t).await;
+    }
+    result
 }

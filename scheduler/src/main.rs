@@ -22,6 +22,38 @@ struct Flags {
     /// Seed for tie-breaks between equally scored nodes (reproducible placements).
     #[arg(long)]
     seed: Option<u64>,
+    /// Campaign for leadership on a Lease and schedule only while leading.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    leader_elect: bool,
+    /// Name of the leader-election Lease.
+    #[arg(long, alias = "lock-object-name", default_value = "kube-scheduler")]
+    leader_elect_resource_name: String,
+    /// Namespace of the leader-election Lease.
+    #[arg(long, alias = "lock-object-namespace", default_value = "kube-system")]
+    leader_elect_resource_namespace: String,
+    /// How long a lease is valid without renewal (Go duration).
+    #[arg(long, default_value = "15s", value_parser = go_duration)]
+    leader_elect_lease_duration: std::time::Duration,
+    /// How long the leader keeps trying to renew before giving up.
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    leader_elect_renew_deadline: std::time::Duration,
+    /// Interval between acquire or renew attempts.
+    #[arg(long, default_value = "2s", value_parser = go_duration)]
+    leader_elect_retry_period: std::time::Duration,
+}
+
+fn go_duration(s: &str) -> Result<std::time::Duration, String> {
+    tinykube_proto::duration::parse(s).map_err(|e| e.to_string())
+}
+
+/// A random identity suffix, as upstream's `hostname_<uuid>` holder identities.
+fn unique_suffix() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..4)
+        .map(|_| format!("{:08x}", rng.random::<u32>()))
+        .collect::<Vec<_>>()
+        .join("-")
 }
 
 #[tokio::main]
@@ -60,11 +92,24 @@ async fn main() {
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into());
+    let leader_election = flags
+        .leader_elect
+        .then(|| tinykube_client::leader::LeaseConfig {
+            lease_duration: flags.leader_elect_lease_duration,
+            renew_deadline: flags.leader_elect_renew_deadline,
+            retry_period: flags.leader_elect_retry_period,
+            ..tinykube_client::leader::LeaseConfig::new(
+                &flags.leader_elect_resource_namespace,
+                &flags.leader_elect_resource_name,
+                &format!("{host}_{}", unique_suffix()),
+            )
+        });
     let config = tinykube_scheduler::Config {
         client,
         scheduler_names: vec![flags.scheduler_name],
         seed: flags.seed,
         host,
+        leader_election,
     };
     let shutdown = CancellationToken::new();
     let signal = shutdown.clone();
@@ -78,6 +123,7 @@ async fn main() {
         signal.cancel();
     });
     if let Err(e) = tinykube_scheduler::run(config, shutdown).await {
+        tracing::error!(error = %e, "scheduler stopped");
         eprintln!("tinykube-scheduler: {e}");
         std::process::exit(1);
     }

@@ -243,3 +243,70 @@ fn pod_affinity_and_anti_affinity_by_topology() {
     nodes.sort();
     assert_eq!(nodes, ["worker0", "worker1", "worker2"]);
 }
+
+#[test]
+fn leader_election_hands_over_when_the_leader_dies() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 2, false);
+    let flags = [
+        "--leader-elect",
+        "--lock-object-name",
+        "my-lock",
+        "--lock-object-namespace",
+        "kube-system",
+        "--leader-elect-lease-duration",
+        "2s",
+        "--leader-elect-renew-deadline",
+        "1500ms",
+        "--leader-elect-retry-period",
+        "200ms",
+    ];
+    let holder = || {
+        server
+            .kubectl(&[
+                "get",
+                "lease",
+                "my-lock",
+                "-n",
+                "kube-system",
+                "-o",
+                "jsonpath={.spec.holderIdentity}",
+            ])
+            .stdout
+            .clone()
+    };
+    let first = Scheduler::start(&server, &flags).unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || !holder().is_empty()),
+        "the first scheduler leads"
+    );
+    let leader = holder();
+    let _second = Scheduler::start(&server, &flags).unwrap();
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&pod("a", "")))
+        .ok();
+    scheduled(&server, "a");
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(holder(), leader, "the second scheduler waits");
+
+    drop(first); // SIGKILL: no release, the lease must expire.
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&pod("b", "")))
+        .ok();
+    scheduled(&server, "b");
+    let next = holder();
+    assert!(
+        !next.is_empty() && next != leader,
+        "{next} took over from {leader}"
+    );
+    let transitions = server.kubectl(&[
+        "get",
+        "lease",
+        "my-lock",
+        "-n",
+        "kube-system",
+        "-o",
+        "jsonpath={.spec.leaseTransitions}",
+    ]);
+    assert_eq!(transitions.ok(), "1");
+}
