@@ -64,8 +64,10 @@ async fn main() {
     config.token_auth_file = flags.token_auth_file;
     let shutdown = CancellationToken::new();
     let signal = shutdown.clone();
+    // Registered before the server starts, so a SIGTERM right after start-up is handled too.
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     tokio::spawn(async move {
-        wait_for_signal().await;
+        wait_for_signal(term).await;
         signal.cancel();
     });
     if let Err(e) = tinykube_apiserver::run(config, shutdown).await {
@@ -74,16 +76,15 @@ async fn main() {
     }
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
+async fn wait_for_signal(term: Option<tokio::signal::unix::Signal>) {
+    match term {
+        Some(mut term) => {
             tokio::select! {
                 _ = term.recv() => {}
                 _ = tokio::signal::ctrl_c() => {}
             }
         }
-        Err(_) => {
+        None => {
             let _ = tokio::signal::ctrl_c().await;
         }
     }

@@ -1,6 +1,7 @@
 //! The filter/score plugins, one file each, and the registry that builds a profile's plugin
 //! list in upstream's default order and weights.
 
+pub mod balanced_allocation;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
@@ -40,6 +41,10 @@ pub fn default_plugins() -> Vec<Weighted> {
             weight: 1,
         },
         Weighted {
+            plugin: Box::new(balanced_allocation::BalancedAllocation),
+            weight: 1,
+        },
+        Weighted {
             plugin: Box::new(inter_pod_affinity::InterPodAffinity),
             weight: 2,
         },
@@ -62,6 +67,7 @@ mod tests {
                 ("TaintToleration", 3),
                 ("NodeAffinity", 2),
                 ("NodeResourcesFit", 1),
+                ("NodeResourcesBalancedAllocation", 1),
                 ("InterPodAffinity", 2),
             ]
         );
