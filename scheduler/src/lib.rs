@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod framework;
+pub mod metrics;
 pub mod plugins;
 pub mod queue;
 pub mod schedule_one;
@@ -36,6 +37,8 @@ pub struct Config {
     pub host: String,
     /// Campaign on this Lease and schedule only while leading.
     pub leader_election: Option<tinykube_client::leader::LeaseConfig>,
+    /// Where to serve `/healthz` and `/metrics` (`None`: not served).
+    pub health_addr: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +47,12 @@ pub enum SchedulerError {
     Client(#[from] tinykube_client::ClientError),
     #[error("leaderelection lost")]
     LeadershipLost,
+    #[error("serving /healthz and /metrics on {addr}: {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Shared state of a running scheduler.
@@ -55,6 +64,7 @@ pub struct Scheduler {
     pub names: HashSet<String>,
     pub rng: Mutex<StdRng>,
     pub host: String,
+    pub metrics: metrics::Metrics,
 }
 
 impl Scheduler {
@@ -150,7 +160,21 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         names: config.scheduler_names.into_iter().collect(),
         rng: Mutex::new(rng),
         host: config.host,
+        metrics: metrics::Metrics::default(),
     });
+    if let Some(addr) = config.health_addr {
+        let listener = metrics::bind(addr)
+            .await
+            .map_err(|source| SchedulerError::Bind { addr, source })?;
+        if let Ok(local) = listener.local_addr() {
+            tracing::info!(addr = %local, "serving /healthz and /metrics");
+        }
+        let s = sched.clone();
+        let profile = s.names.iter().next().cloned().unwrap_or_default();
+        let render: Arc<dyn Fn() -> String + Send + Sync> =
+            Arc::new(move || s.metrics.render(&profile, s.queue.lengths()));
+        tokio::spawn(metrics::serve(listener, render, shutdown.clone()));
+    }
     let informers = tokio::spawn(async move {
         tokio::join!(pods.run(), nodes.run());
     });

@@ -22,6 +22,12 @@ struct Flags {
     /// Seed for tie-breaks between equally scored nodes (reproducible placements).
     #[arg(long)]
     seed: Option<u64>,
+    /// Address to serve /healthz and Prometheus /metrics on (plain HTTP).
+    #[arg(long, default_value = "127.0.0.1")]
+    bind_address: std::net::IpAddr,
+    /// Port of /healthz and /metrics (0 picks a free port and logs it).
+    #[arg(long, default_value_t = 10259)]
+    secure_port: u16,
     /// Campaign for leadership on a Lease and schedule only while leading.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
     leader_elect: bool,
@@ -110,6 +116,10 @@ async fn main() {
         seed: flags.seed,
         host,
         leader_election,
+        health_addr: Some(std::net::SocketAddr::new(
+            flags.bind_address,
+            flags.secure_port,
+        )),
     };
     let shutdown = CancellationToken::new();
     let signal = shutdown.clone();

@@ -12,6 +12,7 @@ use tinykube_client::{Api, Patch};
 
 use crate::cache::node_of;
 use crate::framework::{fit_error_message, CycleState, NodeInfo, Status};
+use crate::metrics::Outcome;
 use crate::Scheduler;
 
 /// Where a pod may go, or why it may go nowhere.
@@ -95,6 +96,7 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
         .as_ref()
         .and_then(|s| s.scheduler_name.clone())
         .unwrap_or_else(|| "default-scheduler".into());
+    let started = std::time::Instant::now();
     let nodes = sched.cache.snapshot();
     let ns = pod
         .metadata
@@ -111,6 +113,7 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
             match pods.create_subresource(&name, "binding", &binding).await {
                 Ok(_) => {
+                    sched.metrics.observe(Outcome::Scheduled, started.elapsed());
                     sched.queue.done(key);
                     let message = format!("Successfully assigned {ns}/{name} to {node}");
                     tracing::info!(pod = %key, %node, "bound");
@@ -126,6 +129,7 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
                         .await;
                 }
                 Err(e) => {
+                    sched.metrics.observe(Outcome::Error, started.elapsed());
                     sched.cache.forget(key);
                     if e.is_not_found() || e.is_conflict() {
                         sched.queue.remove(key);
@@ -137,6 +141,9 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
             }
         }
         Decision::Unschedulable(message) => {
+            sched
+                .metrics
+                .observe(Outcome::Unschedulable, started.elapsed());
             tracing::info!(pod = %key, %message, "unschedulable");
             sched.queue.unschedulable(key, priority(&pod));
             let condition = json!({"status": {"conditions": [{

@@ -263,9 +263,13 @@ pub struct Scheduler {
 
 impl Scheduler {
     pub fn start(server: &ApiServer, extra: &[&str]) -> Result<Scheduler> {
-        let child = Command::new(binary("tinykube-scheduler"))
-            .arg("--kubeconfig")
-            .arg(server.kubeconfig())
+        let mut cmd = Command::new(binary("tinykube-scheduler"));
+        cmd.arg("--kubeconfig").arg(server.kubeconfig());
+        if !extra.contains(&"--secure-port") {
+            // Several schedulers may run at once: no fixed metrics port.
+            cmd.args(["--secure-port", "0"]);
+        }
+        let child = cmd
             .args(extra)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
@@ -281,6 +285,14 @@ impl Drop for Scheduler {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }
 
 /// Create Ready nodes `worker0..` (and `master0` with its NoSchedule taint when `master`),

@@ -310,3 +310,48 @@ fn leader_election_hands_over_when_the_leader_dies() {
     ]);
     assert_eq!(transitions.ok(), "1");
 }
+
+#[test]
+fn health_and_metrics_are_served() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 1, false);
+    let port = tinykube_tests::free_port().to_string();
+    let _scheduler = Scheduler::start(&server, &["--secure-port", &port]).unwrap();
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&pod("ok", "")))
+        .ok();
+    scheduled(&server, "ok");
+    server
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            Some(&pod("stuck", "  nodeSelector:\n    disktype: none\n")),
+        )
+        .ok();
+    let http = server.http();
+    let base = format!("http://127.0.0.1:{port}");
+    assert!(eventually(Duration::from_secs(10), || {
+        http
+        .get(format!("{base}/metrics"))
+        .send()
+        .ok()
+        .and_then(|r| r.text().ok())
+        .is_some_and(|t| t.contains("scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"unschedulable\"} 1")
+            && t.contains("scheduler_pending_pods{queue=\"unschedulable\"} 1"))
+    }));
+    let text = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(text.contains("scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 1"), "{text}");
+    assert!(text.contains("scheduler_scheduling_attempt_duration_seconds_count{profile=\"default-scheduler\",result=\"scheduled\"} 1"), "{text}");
+    assert_eq!(
+        http.get(format!("{base}/healthz"))
+            .send()
+            .unwrap()
+            .text()
+            .unwrap(),
+        "ok"
+    );
+}

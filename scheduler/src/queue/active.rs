@@ -32,6 +32,10 @@ impl Active {
         self.members.remove(key);
     }
 
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
     pub fn contains(&self, key: &str) -> bool {
         self.members.contains(key)
     }

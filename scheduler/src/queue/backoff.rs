@@ -42,6 +42,10 @@ impl Backoff {
         self.waiting.values().map(|(t, _)| *t).min()
     }
 
+    pub fn len(&self) -> usize {
+        self.waiting.len()
+    }
+
     pub fn remove(&mut self, key: &str) {
         self.waiting.remove(key);
     }

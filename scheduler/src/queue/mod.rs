@@ -124,6 +124,11 @@ impl Queue {
         }
     }
 
+    /// Pods waiting in (active, backoff, unschedulable).
+    pub fn lengths(&self) -> (usize, usize, usize) {
+        self.with(|p| (p.active.len(), p.backoff.len(), p.unschedulable.len()))
+    }
+
     /// Forget the pod's failures (it was scheduled).
     pub fn done(&self, key: &str) {
         self.with(|p| {

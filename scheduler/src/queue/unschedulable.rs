@@ -36,6 +36,10 @@ impl Unschedulable {
             .collect()
     }
 
+    pub fn len(&self) -> usize {
+        self.parked.len()
+    }
+
     pub fn remove(&mut self, key: &str) {
         self.parked.remove(key);
     }
