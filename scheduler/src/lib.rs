@@ -134,6 +134,13 @@ impl Scheduler {
     }
 }
 
+/// Whether an update could change where a pod fits: its spec, labels or annotations.
+fn scheduling_relevant_change(old: &Pod, new: &Pod) -> bool {
+    old.spec != new.spec
+        || old.metadata.labels != new.metadata.labels
+        || old.metadata.annotations != new.metadata.annotations
+}
+
 fn priority(pod: &Pod) -> i32 {
     pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
 }
@@ -186,12 +193,19 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
             loop {
                 tokio::select! {
                     n = pod_events.recv() => match n {
-                        Ok(Notification::Add(p)) | Ok(Notification::Update { new: p, .. }) => {
-                            let key = key_of(p.as_ref());
+                        Ok(Notification::Add(p)) => {
                             if sched.responsible_for(&p) {
-                                sched.queue.add(&key, priority(&p));
-                            } else {
+                                sched.queue.add(&key_of(p.as_ref()), priority(&p));
+                            }
+                        }
+                        Ok(Notification::Update { old, new }) => {
+                            let key = key_of(new.as_ref());
+                            if !sched.responsible_for(&new) {
                                 sched.queue.remove(&key);
+                            } else if scheduling_relevant_change(&old, &new) {
+                                // A status-only update (such as our own PodScheduled condition)
+                                // must not send an unschedulable pod round again.
+                                sched.queue.add(&key, priority(&new));
                             }
                         }
                         Ok(Notification::Delete(p)) => {

@@ -146,12 +146,22 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
                 .observe(Outcome::Unschedulable, started.elapsed());
             tracing::info!(pod = %key, %message, "unschedulable");
             sched.queue.unschedulable(key, priority(&pod));
+            let unchanged = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
+                .is_some_and(|c| {
+                    c.status == "False" && c.message.as_deref() == Some(message.as_str())
+                });
             let condition = json!({"status": {"conditions": [{
                 "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
                 "lastProbeTime": null, "lastTransitionTime": tinykube_client::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(tinykube_client::now()),
                 "observedGeneration": pod.metadata.generation,
             }]}});
-            if let Err(e) = pods.patch_status(&name, &Patch::Strategic(condition)).await {
+            if unchanged {
+                // Same verdict as last time: the condition (and its transition time) stands.
+            } else if let Err(e) = pods.patch_status(&name, &Patch::Strategic(condition)).await {
                 tracing::warn!(pod = %key, error = %e, "could not set the PodScheduled condition");
             }
             sched
