@@ -355,3 +355,29 @@ fn health_and_metrics_are_served() {
         "ok"
     );
 }
+
+#[test]
+fn topology_spread_keeps_zones_balanced() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 3, false);
+    server
+        .kubectl(&["label", "nodes", "worker0", "worker1", "zone=a"])
+        .ok();
+    server
+        .kubectl(&["label", "nodes", "worker2", "zone=b"])
+        .ok();
+    let _scheduler = Scheduler::start(&server, &["--seed", "7"]).unwrap();
+    let spread = "  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n    labelSelector:\n      matchLabels: {app: web}\n";
+    for i in 0..4 {
+        let text = pod(&format!("web-{i}"), spread)
+            .replace("metadata:\n", "metadata:\n  labels: {app: web}\n");
+        server
+            .kubectl_stdin(&["apply", "-f", "-"], Some(&text))
+            .ok();
+        scheduled(&server, &format!("web-{i}"));
+    }
+    let zone_b = (0..4)
+        .filter(|i| node_of(&server, &format!("web-{i}")) == "worker2")
+        .count();
+    assert_eq!(zone_b, 2, "two pods in each zone");
+}

@@ -7,6 +7,7 @@ pub mod node_affinity;
 pub mod node_name;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod pod_topology_spread;
 pub mod taint_toleration;
 
 use crate::framework::Plugin;
@@ -45,6 +46,10 @@ pub fn default_plugins() -> Vec<Weighted> {
             weight: 1,
         },
         Weighted {
+            plugin: Box::new(pod_topology_spread::PodTopologySpread),
+            weight: 2,
+        },
+        Weighted {
             plugin: Box::new(inter_pod_affinity::InterPodAffinity),
             weight: 2,
         },
@@ -68,6 +73,7 @@ mod tests {
                 ("NodeAffinity", 2),
                 ("NodeResourcesFit", 1),
                 ("NodeResourcesBalancedAllocation", 1),
+                ("PodTopologySpread", 2),
                 ("InterPodAffinity", 2),
             ]
         );
