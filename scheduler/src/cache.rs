@@ -12,6 +12,20 @@ use crate::framework::NodeInfo;
 
 /// Index name of pods by node.
 pub const BY_NODE: &str = "node";
+/// Index of the pods waiting for the node a preemption nominated (one key, [`NOMINATED`]).
+pub const BY_NOMINATED: &str = "nominated";
+pub const NOMINATED: &str = "*";
+
+/// The node a preemption nominated for a pod not yet bound.
+pub fn nominated_node(pod: &Pod) -> Option<&str> {
+    if node_of(pod).is_some() || pod.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    pod.status
+        .as_ref()
+        .and_then(|s| s.nominated_node_name.as_deref())
+        .filter(|n| !n.is_empty())
+}
 
 pub fn node_of(pod: &Pod) -> Option<&str> {
     pod.spec
@@ -24,6 +38,8 @@ pub struct Cache {
     pub nodes: Store<Node>,
     pub pods: Store<Pod>,
     assumed: Mutex<HashMap<String, (String, Arc<Pod>)>>,
+    /// Nominations made by this scheduler that the informer may not show yet.
+    nominations: Mutex<HashMap<String, (String, Arc<Pod>)>>,
 }
 
 impl Cache {
@@ -32,6 +48,7 @@ impl Cache {
             nodes,
             pods,
             assumed: Mutex::new(HashMap::new()),
+            nominations: Mutex::new(HashMap::new()),
         }
     }
 
@@ -46,6 +63,38 @@ impl Cache {
 
     pub fn forget(&self, key: &str) {
         self.assumed().remove(key);
+    }
+
+    /// Remember at once that `key` waits for `node`, before the informer shows it.
+    pub fn nominate(&self, key: &str, node: &str, pod: Arc<Pod>) {
+        let mut n = self.nominations.lock().unwrap_or_else(|e| e.into_inner());
+        n.insert(key.to_string(), (node.to_string(), pod));
+    }
+
+    /// Pods waiting for a nominated node, with that node.
+    pub fn nominated(&self) -> Vec<(String, Arc<Pod>)> {
+        let mut out: HashMap<String, (String, Arc<Pod>)> = self
+            .pods
+            .by_index(BY_NOMINATED, NOMINATED)
+            .into_iter()
+            .filter_map(|p| {
+                let node = nominated_node(&p)?.to_string();
+                Some((crate::key_of(p.as_ref()), (node, p.clone())))
+            })
+            .collect();
+        let mut mine = self.nominations.lock().unwrap_or_else(|e| e.into_inner());
+        // Ours stand until the informer shows the pod with that nomination, bound, or gone.
+        mine.retain(|key, (node, _)| {
+            self.pods.get(key).is_some_and(|p| {
+                node_of(&p).is_none()
+                    && p.metadata.deletion_timestamp.is_none()
+                    && nominated_node(&p) != Some(node.as_str())
+            })
+        });
+        for (key, entry) in mine.iter() {
+            out.insert(key.clone(), entry.clone());
+        }
+        out.into_values().collect()
     }
 
     /// Every node with the pods on it, bound or assumed.

@@ -32,6 +32,11 @@ impl Status {
         matches!(self, Status::Success)
     }
 
+    /// Whether removing pods could make the node fit (the nodes preemption looks at).
+    pub fn is_resolvable(&self) -> bool {
+        matches!(self, Status::Unschedulable(_))
+    }
+
     pub fn reasons(&self) -> Vec<String> {
         match self {
             Status::Success => Vec::new(),
@@ -207,33 +212,32 @@ pub fn default_normalize(scores: &mut [i64], reverse: bool) {
     }
 }
 
-/// The FailedScheduling message: `0/3 nodes are available: 1 node(s) had untolerated
-/// taint(s), 2 Insufficient cpu. no new claims to deallocate, preemption: 0/3 nodes are
-/// available: 3 Preemption is not helpful for scheduling.`
-pub fn fit_error_message(
-    total: usize,
-    reasons: &BTreeMap<String, usize>,
-    unresolvable: usize,
-) -> String {
+/// Upstream's FitError summary of why no node fits: `0/3 nodes are available: 1 node(s) had
+/// untolerated taint(s), 2 Insufficient cpu.` Each reason is counted over the nodes that gave
+/// it, and the "count reason" strings are sorted as strings, as upstream sorts them.
+pub fn fit_error(total: usize, reasons: &BTreeMap<String, usize>) -> String {
     let mut parts: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
     parts.sort();
-    let resolvable = total - unresolvable;
-    let mut preemption = Vec::new();
-    if unresolvable > 0 {
-        preemption.push(format!(
-            "{unresolvable} Preemption is not helpful for scheduling"
-        ));
+    format!("0/{total} nodes are available: {}.", parts.join(", "))
+}
+
+/// Why each node failed the filters in one cycle, by node index.
+#[derive(Debug, Default)]
+pub struct Diagnosis {
+    pub statuses: Vec<Status>,
+}
+
+impl Diagnosis {
+    /// The reasons histogram over every node.
+    pub fn fit_error(&self) -> String {
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        for s in &self.statuses {
+            for r in s.reasons() {
+                *reasons.entry(r).or_default() += 1;
+            }
+        }
+        fit_error(self.statuses.len(), &reasons)
     }
-    if resolvable > 0 {
-        preemption.push(format!(
-            "{resolvable} No preemption victims found for incoming pod"
-        ));
-    }
-    format!(
-        "0/{total} nodes are available: {}. no new claims to deallocate, preemption: 0/{total} nodes are available: {}.",
-        parts.join(", "),
-        preemption.join(", ")
-    )
 }
 
 #[cfg(test)]
@@ -246,18 +250,22 @@ mod tests {
         reasons.insert("node(s) had untolerated taint(s)".to_string(), 1);
         reasons.insert("Insufficient cpu".to_string(), 3);
         assert_eq!(
-            fit_error_message(4, &reasons, 4),
-            "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu. no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+            fit_error(4, &reasons),
+            "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu."
         );
-        let mut anti = BTreeMap::new();
-        anti.insert("node(s) had untolerated taint(s)".to_string(), 1);
-        anti.insert(
-            "node(s) didn't match pod anti-affinity rules".to_string(),
-            3,
-        );
+        let diagnosis = Diagnosis {
+            statuses: vec![
+                Status::unresolvable("node(s) had untolerated taint(s)"),
+                Status::Unschedulable(vec![
+                    "Insufficient cpu".into(),
+                    "Insufficient memory".into(),
+                ]),
+                Status::unschedulable("Insufficient cpu"),
+            ],
+        };
         assert_eq!(
-            fit_error_message(4, &anti, 1),
-            "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) didn't match pod anti-affinity rules. no new claims to deallocate, preemption: 0/4 nodes are available: 1 Preemption is not helpful for scheduling, 3 No preemption victims found for incoming pod."
+            diagnosis.fit_error(),
+            "0/3 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
         );
     }
 

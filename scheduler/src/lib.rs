@@ -18,11 +18,12 @@ use k8s_openapi::api::core::v1::{Event, Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use tinykube_client::reflector::{key_of, Informer, Notification};
+pub(crate) use tinykube_client::reflector::key_of;
+use tinykube_client::reflector::{Informer, Notification};
 use tinykube_client::{Api, Client, ListParams};
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::{node_of, Cache, BY_NODE};
+use crate::cache::{node_of, nominated_node, Cache, BY_NODE, BY_NOMINATED};
 use crate::plugins::Weighted;
 use crate::queue::Queue;
 
@@ -61,6 +62,8 @@ pub struct Scheduler {
     pub cache: Cache,
     pub queue: Queue,
     pub plugins: Vec<Weighted>,
+    /// Whether DefaultPreemption runs as the PostFilter.
+    pub preemption: bool,
     pub names: HashSet<String>,
     pub rng: Mutex<StdRng>,
     pub host: String,
@@ -80,10 +83,13 @@ impl Scheduler {
     }
 
     /// Record an event the way upstream's events.k8s.io recorder does: `eventTime`, `action`,
-    /// reporting controller and instance, no legacy counters.
+    /// reporting controller and instance, no legacy counters; `related` names a second pod
+    /// (the preemptor of a `Preempted` victim).
+    #[allow(clippy::too_many_arguments)]
     pub async fn record(
         &self,
         pod: &Pod,
+        related: Option<&Pod>,
         scheduler: &str,
         kind: &str,
         reason: &str,
@@ -115,6 +121,14 @@ impl Scheduler {
                 resource_version: pod.metadata.resource_version.clone(),
                 ..Default::default()
             },
+            related: related.map(|r| ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: r.metadata.name.clone(),
+                namespace: r.metadata.namespace.clone(),
+                uid: r.metadata.uid.clone(),
+                ..Default::default()
+            }),
             reason: Some(reason.into()),
             message: Some(message.into()),
             type_: Some(kind.into()),
@@ -151,6 +165,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
     let pods = Informer::new(Api::<Pod>::all(client.clone()), ListParams::default())
         .with_index(BY_NODE, |p: &Pod| {
             node_of(p).map(str::to_string).into_iter().collect()
+        })
+        .with_index(BY_NOMINATED, |p: &Pod| {
+            nominated_node(p)
+                .map(|_| cache::NOMINATED.to_string())
+                .into_iter()
+                .collect()
         });
     let nodes = Informer::new(Api::<Node>::all(client.clone()), ListParams::default());
     let (mut pod_store, mut node_store) = (pods.store(), nodes.store());
@@ -164,6 +184,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         cache: Cache::new(node_store.clone(), pod_store.clone()),
         queue: Queue::default(),
         plugins: plugins::default_plugins(),
+        preemption: true,
         names: config.scheduler_names.into_iter().collect(),
         rng: Mutex::new(rng),
         host: config.host,

@@ -2,64 +2,98 @@
 //! best (ties at random, or seeded), assume, bind through pods/binding, and record the outcome
 //! as upstream does (Scheduled / FailedScheduling events, the PodScheduled condition).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use rand::Rng;
 use serde_json::json;
 use tinykube_client::{Api, Patch};
 
 use crate::cache::node_of;
-use crate::framework::{fit_error_message, CycleState, NodeInfo, Status};
+use crate::framework::{CycleState, Diagnosis, NodeInfo, Status};
 use crate::metrics::Outcome;
+use crate::plugins::default_preemption::{self, Outcome as Preemption};
+use crate::plugins::Weighted;
 use crate::Scheduler;
 
 /// Where a pod may go, or why it may go nowhere.
 pub enum Decision {
     Node(String),
-    Unschedulable(String),
+    Unschedulable(Diagnosis),
+}
+
+/// Run the filters in order; the first that fails decides.
+pub fn run_filters(plugins: &[Weighted], pod: &Pod, node: &NodeInfo, state: &CycleState) -> Status {
+    plugins
+        .iter()
+        .map(|w| w.plugin.filter(pod, node, state))
+        .find(|s| !s.is_success())
+        .unwrap_or(Status::Success)
+}
+
+/// `nodes` with the pods nominated to each (after preemption) that are at least as important
+/// as `pod`, so that a less important pod does not take the room freed for them.
+fn with_nominated(sched: &Scheduler, pod: &Pod, nodes: &[NodeInfo]) -> Option<Vec<NodeInfo>> {
+    let nominated = sched.cache.nominated();
+    if nominated.is_empty() {
+        return None;
+    }
+    let me = pod.metadata.uid.as_deref();
+    let mut out = nodes.to_vec();
+    for info in out.iter_mut() {
+        let extra: Vec<Arc<Pod>> = nominated
+            .iter()
+            .filter(|(node, p)| {
+                node == info.name()
+                    && p.metadata.uid.as_deref() != me
+                    && priority(p) >= priority(pod)
+            })
+            .map(|(_, p)| p.clone())
+            .collect();
+        if !extra.is_empty() {
+            let mut pods = info.pods.clone();
+            pods.extend(extra);
+            *info = NodeInfo::new(info.node.clone(), pods);
+        }
+    }
+    Some(out)
 }
 
 /// Filter and score `pod` against `nodes`.
 pub fn decide(sched: &Scheduler, pod: &Pod, nodes: &[NodeInfo]) -> Decision {
+    let plugins = &sched.plugins;
+    let augmented = with_nominated(sched, pod, nodes);
+    let filter_view = augmented.as_deref().unwrap_or(nodes);
     let mut state = CycleState::default();
-    for w in &sched.plugins {
-        w.plugin.pre_filter(pod, nodes, &mut state);
+    for w in plugins {
+        w.plugin.pre_filter(pod, filter_view, &mut state);
     }
-    let mut feasible: Vec<&NodeInfo> = Vec::new();
-    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-    let mut unresolvable = 0;
-    for node in nodes {
-        let failed = sched
-            .plugins
-            .iter()
-            .map(|w| w.plugin.filter(pod, node, &state))
-            .find(|s| !s.is_success());
-        match failed {
-            None => feasible.push(node),
-            Some(status) => {
-                if matches!(
-                    status,
-                    Status::UnschedulableAndUnresolvable(_) | Status::Error(_)
-                ) {
-                    unresolvable += 1;
-                }
-                for r in status.reasons() {
-                    *reasons.entry(r).or_default() += 1;
-                }
-            }
+    // A pod nominated by an earlier preemption goes to that node if it now fits there.
+    let nominated = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.nominated_node_name.as_deref());
+    if let Some(i) = nominated.and_then(|n| filter_view.iter().position(|x| x.name() == n)) {
+        if run_filters(plugins, pod, &filter_view[i], &state).is_success() {
+            return Decision::Node(filter_view[i].name().to_string());
         }
     }
+    let statuses: Vec<Status> = filter_view
+        .iter()
+        .map(|node| run_filters(plugins, pod, node, &state))
+        .collect();
+    let feasible: Vec<&NodeInfo> = nodes
+        .iter()
+        .zip(&statuses)
+        .filter(|(_, s)| s.is_success())
+        .map(|(n, _)| n)
+        .collect();
     if feasible.is_empty() {
-        return Decision::Unschedulable(fit_error_message(nodes.len(), &reasons, unresolvable));
+        return Decision::Unschedulable(Diagnosis { statuses });
     }
     let mut totals = vec![0i64; feasible.len()];
-    for w in sched
-        .plugins
-        .iter()
-        .filter(|w| w.plugin.scores() && w.weight > 0)
-    {
+    for w in plugins.iter().filter(|w| w.plugin.scores() && w.weight > 0) {
         let mut scores: Vec<i64> = feasible
             .iter()
             .map(|n| w.plugin.score(pod, n, &state))
@@ -120,6 +154,7 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
                     sched
                         .record(
                             &pod,
+                            None,
                             &scheduler_name,
                             "Normal",
                             "Scheduled",
@@ -140,33 +175,71 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
                 }
             }
         }
-        Decision::Unschedulable(message) => {
+        Decision::Unschedulable(diagnosis) => {
+            let fit = diagnosis.fit_error();
+            // PostFilter: DynamicResources has no claims to free; then DefaultPreemption.
+            let preemption = sched.preemption.then(|| {
+                let mut rng = sched.rng.lock().unwrap_or_else(|e| e.into_inner());
+                default_preemption::preempt(&sched.plugins, &pod, &nodes, &diagnosis, &mut *rng)
+            });
+            // The nomination to write: Some(Some(node)) sets it, Some(None) clears it.
+            let (message, nomination) = match &preemption {
+                Some(Preemption::Nominate { node, .. }) => (fit, Some(Some(node.clone()))),
+                Some(Preemption::NotEligible(why)) => (
+                    format!("{fit} no new claims to deallocate, preemption: {why}"),
+                    None,
+                ),
+                Some(Preemption::NotHelpful(summary)) => (
+                    format!("{fit} no new claims to deallocate, preemption: {summary}"),
+                    Some(None),
+                ),
+                None => (format!("{fit} no new claims to deallocate."), None),
+            };
             sched
                 .metrics
                 .observe(Outcome::Unschedulable, started.elapsed());
             tracing::info!(pod = %key, %message, "unschedulable");
+            // Parked before the victims go, so their deletion moves the pod back.
             sched.queue.unschedulable(key, priority(&pod));
-            let unchanged = pod
+            if let Some(Preemption::Nominate { node, victims }) = &preemption {
+                sched.cache.nominate(key, node, pod.clone());
+                preempt_victims(sched, &pod, &scheduler_name, node, victims).await;
+            }
+            let current_nomination = pod
                 .status
                 .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
-                .is_some_and(|c| {
-                    c.status == "False" && c.message.as_deref() == Some(message.as_str())
-                });
-            let condition = json!({"status": {"conditions": [{
+                .and_then(|s| s.nominated_node_name.clone())
+                .filter(|n| !n.is_empty());
+            let nomination = nomination.filter(|n| *n != current_nomination);
+            let unchanged = nomination.is_none()
+                && pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
+                    .is_some_and(|c| {
+                        c.status == "False" && c.message.as_deref() == Some(message.as_str())
+                    });
+            let mut status = json!({"conditions": [{
                 "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
-                "lastProbeTime": null, "lastTransitionTime": tinykube_client::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(tinykube_client::now()),
+                "lastProbeTime": null, "lastTransitionTime": Time(tinykube_client::now()),
                 "observedGeneration": pod.metadata.generation,
-            }]}});
+            }]});
+            if let Some(n) = &nomination {
+                status["nominatedNodeName"] = json!(n);
+            }
             if unchanged {
                 // Same verdict as last time: the condition (and its transition time) stands.
-            } else if let Err(e) = pods.patch_status(&name, &Patch::Strategic(condition)).await {
+            } else if let Err(e) = pods
+                .patch_status(&name, &Patch::Strategic(json!({ "status": status })))
+                .await
+            {
                 tracing::warn!(pod = %key, error = %e, "could not set the PodScheduled condition");
             }
             sched
                 .record(
                     &pod,
+                    None,
                     &scheduler_name,
                     "Warning",
                     "FailedScheduling",
@@ -174,6 +247,73 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
                     &message,
                 )
                 .await;
+        }
+    }
+}
+
+/// Evict the victims chosen for `preemptor` on `node`, as upstream's preemption does: mark
+/// each with the DisruptionTarget condition, delete it, and record `Preempted` on it; then take
+/// the nomination away from less important pods nominated to the same node.
+async fn preempt_victims(
+    sched: &Arc<Scheduler>,
+    preemptor: &Pod,
+    scheduler_name: &str,
+    node: &str,
+    victims: &[Arc<Pod>],
+) {
+    let uid = preemptor.metadata.uid.clone().unwrap_or_default();
+    for victim in victims {
+        if victim.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let ns = victim.metadata.namespace.clone().unwrap_or_default();
+        let name = victim.metadata.name.clone().unwrap_or_default();
+        let api: Api<Pod> = Api::namespaced(sched.client.clone(), &ns);
+        let condition = json!({"status": {"conditions": [{
+            "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+            "message": format!("{scheduler_name}: preempting to accommodate a higher priority pod"),
+            "lastTransitionTime": Time(tinykube_client::now()),
+        }]}});
+        match api.patch_status(&name, &Patch::Strategic(condition)).await {
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                tracing::warn!(victim = %name, error = %e, "could not mark the victim");
+                continue;
+            }
+            Ok(_) => {}
+        }
+        match api.delete(&name, None).await {
+            Ok(_) => {}
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                tracing::warn!(victim = %name, error = %e, "could not preempt the victim");
+                continue;
+            }
+        }
+        tracing::info!(preemptor = ?preemptor.metadata.name, victim = %name, %node, "preempted");
+        sched
+            .record(
+                victim,
+                Some(preemptor),
+                scheduler_name,
+                "Normal",
+                "Preempted",
+                "Preempting",
+                &format!("Preempted by pod {uid} on node {node}"),
+            )
+            .await;
+    }
+    for (nominated_to, p) in sched.cache.nominated() {
+        if nominated_to == node && priority(&p) < priority(preemptor) {
+            let ns = p.metadata.namespace.clone().unwrap_or_default();
+            let name = p.metadata.name.clone().unwrap_or_default();
+            let clear = json!({"status": {"nominatedNodeName": null}});
+            if let Err(e) = Api::<Pod>::namespaced(sched.client.clone(), &ns)
+                .patch_status(&name, &Patch::Merge(clear))
+                .await
+            {
+                tracing::warn!(pod = %name, error = %e, "could not clear the nomination");
+            }
         }
     }
 }

@@ -381,3 +381,84 @@ fn topology_spread_keeps_zones_balanced() {
         .count();
     assert_eq!(zone_b, 2, "two pods in each zone");
 }
+
+#[test]
+fn a_higher_priority_pod_preempts_lower_priority_ones() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 2, false);
+    let classes = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: low\nvalue: 100\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: high\nvalue: 1000\ndescription: for the preemptor\n";
+    server
+        .kubectl_stdin(&["create", "-f", "-"], Some(classes))
+        .ok();
+    let _scheduler = Scheduler::start(&server, &["--seed", "3"]).unwrap();
+    // Each node (4 cpu) is filled by one low-priority pod of 3 cpu; the first keeps running
+    // longer, so the second is the cheaper victim.
+    let with_cpu = |name: &str, class: &str, cpu: &str| {
+        pod(
+            name,
+            &format!("  priorityClassName: {class}\n  terminationGracePeriodSeconds: 0\n"),
+        )
+        .replace(
+            "    image: nginx\n",
+            &format!("    image: nginx\n    resources:\n      requests:\n        cpu: \"{cpu}\"\n"),
+        )
+    };
+    for name in ["low-a", "low-b"] {
+        server
+            .kubectl_stdin(&["apply", "-f", "-"], Some(&with_cpu(name, "low", "3")))
+            .ok();
+        scheduled(&server, name);
+    }
+    assert_eq!(
+        server
+            .kubectl(&["get", "pod", "low-a", "-o", "jsonpath={.spec.priority}"])
+            .ok(),
+        "100"
+    );
+
+    // A pod of the same low priority that fits nowhere cannot preempt.
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&with_cpu("low-c", "low", "2")))
+        .ok();
+    let low_message = "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.";
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .kubectl(&[
+                "get",
+                "pod",
+                "low-c",
+                "-o",
+                "jsonpath={.status.conditions[0].message}"
+            ])
+            .ok()
+            == low_message),
+        "{:?}",
+        server.kubectl(&["get", "pod", "low-c", "-o", "yaml"])
+    );
+
+    // The high-priority pod evicts exactly one low pod and takes its node.
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&with_cpu("high", "high", "3")))
+        .ok();
+    let node = scheduled(&server, "high");
+    let left = server
+        .kubectl(&["get", "pods", "-o", "jsonpath={.items[*].metadata.name}"])
+        .ok()
+        .to_string();
+    let lows: Vec<&str> = left.split(' ').filter(|n| n.starts_with("low-")).collect();
+    assert_eq!(lows.len(), 2, "one of low-a/low-b was preempted: {left}");
+    assert!(lows.contains(&"low-c"), "{left}");
+    let uid = server
+        .kubectl(&["get", "pod", "high", "-o", "jsonpath={.metadata.uid}"])
+        .ok()
+        .to_string();
+    let events = server.kubectl(&["get", "events", "--field-selector", "reason=Preempted"]);
+    assert!(
+        events
+            .ok()
+            .contains(&format!("Preempted by pod {uid} on node {node}")),
+        "{events:?}"
+    );
+    // The freed room went to the preemptor, not to the pending low pod.
+    assert!(node_of(&server, "low-c").is_empty());
+}

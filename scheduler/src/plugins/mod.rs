@@ -2,6 +2,7 @@
 //! list in upstream's default order and weights.
 
 pub mod balanced_allocation;
+pub mod default_preemption;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
