@@ -125,20 +125,28 @@ pub struct NodeInfo {
     pub node: Arc<Node>,
     pub pods: Vec<Arc<Pod>>,
     pub requested: Resources,
+    /// cpu and memory requested with upstream's scoring defaults for pods requesting none.
+    pub nonzero: (i64, i64),
     pub allocatable: Resources,
 }
 
 impl NodeInfo {
     pub fn new(node: Arc<Node>, pods: Vec<Arc<Pod>>) -> Self {
         let mut requested = Resources::default();
+        let mut nonzero = (0, 0);
         for p in &pods {
-            requested.add(&Resources::requested(p));
+            let r = Resources::requested(p);
+            let (cpu, mem) = crate::plugins::node_resources_fit::nonzero(&r);
+            nonzero.0 += cpu;
+            nonzero.1 += mem;
+            requested.add(&r);
         }
         let allocatable = Resources::allocatable(&node);
         NodeInfo {
             node,
             pods,
             requested,
+            nonzero,
             allocatable,
         }
     }

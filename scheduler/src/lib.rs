@@ -5,13 +5,14 @@
 //! popped pod goes through [`schedule_one`] against a [`cache::Cache`] snapshot.
 
 pub mod cache;
+pub mod config;
 pub mod framework;
 pub mod metrics;
 pub mod plugins;
 pub mod queue;
 pub mod schedule_one;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{Event, Node, ObjectReference, Pod};
@@ -24,14 +25,13 @@ use tinykube_client::{Api, Client, ListParams};
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::{node_of, nominated_node, Cache, BY_NODE, BY_NOMINATED};
-use crate::plugins::Weighted;
 use crate::queue::Queue;
 
 /// Settings of one scheduler process.
 pub struct Config {
     pub client: tinykube_client::Config,
-    /// The profiles' scheduler names this process serves.
-    pub scheduler_names: Vec<String>,
+    /// The profiles this process serves, one per scheduler name.
+    pub profiles: Vec<config::Profile>,
     /// Seed for tie-breaks between equally scored nodes (random when unset).
     pub seed: Option<u64>,
     /// Host name for `reportingInstance` (`<scheduler-name>-<host>`).
@@ -61,10 +61,8 @@ pub struct Scheduler {
     pub client: Client,
     pub cache: Cache,
     pub queue: Queue,
-    pub plugins: Vec<Weighted>,
-    /// Whether DefaultPreemption runs as the PostFilter.
-    pub preemption: bool,
-    pub names: HashSet<String>,
+    /// Profiles by scheduler name.
+    pub profiles: HashMap<String, config::Profile>,
     pub rng: Mutex<StdRng>,
     pub host: String,
     pub metrics: metrics::Metrics,
@@ -77,7 +75,7 @@ impl Scheduler {
             .as_ref()
             .and_then(|s| s.scheduler_name.as_deref())
             .unwrap_or("default-scheduler");
-        self.names.contains(name)
+        self.profiles.contains_key(name)
             && node_of(pod).is_none()
             && pod.metadata.deletion_timestamp.is_none()
     }
@@ -183,9 +181,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         client,
         cache: Cache::new(node_store.clone(), pod_store.clone()),
         queue: Queue::default(),
-        plugins: plugins::default_plugins(),
-        preemption: true,
-        names: config.scheduler_names.into_iter().collect(),
+        profiles: config
+            .profiles
+            .into_iter()
+            .map(|p| (p.scheduler_name.clone(), p))
+            .collect(),
         rng: Mutex::new(rng),
         host: config.host,
         metrics: metrics::Metrics::default(),
@@ -198,7 +198,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
             tracing::info!(addr = %local, "serving /healthz and /metrics");
         }
         let s = sched.clone();
-        let profile = s.names.iter().next().cloned().unwrap_or_default();
+        let mut names: Vec<String> = s.profiles.keys().cloned().collect();
+        names.sort();
+        let profile = names.join(",");
         let render: Arc<dyn Fn() -> String + Send + Sync> =
             Arc::new(move || s.metrics.render(&profile, s.queue.lengths()));
         tokio::spawn(metrics::serve(listener, render, shutdown.clone()));
@@ -280,7 +282,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         }
         leading = Some(rx);
     }
-    tracing::info!(names = ?sched.names, "scheduler started");
+    tracing::info!(profiles = ?sched.profiles.keys().collect::<Vec<_>>(), "scheduler started");
     let mut result = Ok(());
     loop {
         let lost = async {

@@ -16,9 +16,14 @@ struct Flags {
     /// API server URL; overrides the kubeconfig's server.
     #[arg(long)]
     master: Option<String>,
-    /// The schedulerName of the pods this scheduler places.
+    /// The schedulerName of the pods this scheduler places (without --config).
     #[arg(long, default_value = "default-scheduler")]
     scheduler_name: String,
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1, YAML or JSON): its
+    /// profiles, each serving one schedulerName with its own plugins, replace --scheduler-name;
+    /// its leaderElection and clientConnection.kubeconfig apply unless flags say otherwise.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Seed for tie-breaks between equally scored nodes (reproducible placements).
     #[arg(long)]
     seed: Option<u64>,
@@ -28,24 +33,25 @@ struct Flags {
     /// Port of /healthz and /metrics (0 picks a free port and logs it).
     #[arg(long, default_value_t = 10259)]
     secure_port: u16,
-    /// Campaign for leadership on a Lease and schedule only while leading.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
-    leader_elect: bool,
-    /// Name of the leader-election Lease.
-    #[arg(long, alias = "lock-object-name", default_value = "kube-scheduler")]
-    leader_elect_resource_name: String,
-    /// Namespace of the leader-election Lease.
-    #[arg(long, alias = "lock-object-namespace", default_value = "kube-system")]
-    leader_elect_resource_namespace: String,
-    /// How long a lease is valid without renewal (Go duration).
-    #[arg(long, default_value = "15s", value_parser = go_duration)]
-    leader_elect_lease_duration: std::time::Duration,
-    /// How long the leader keeps trying to renew before giving up.
-    #[arg(long, default_value = "10s", value_parser = go_duration)]
-    leader_elect_renew_deadline: std::time::Duration,
-    /// Interval between acquire or renew attempts.
-    #[arg(long, default_value = "2s", value_parser = go_duration)]
-    leader_elect_retry_period: std::time::Duration,
+    /// Campaign for leadership on a Lease and schedule only while leading [default: false;
+    /// with --config, the file's leaderElection.leaderElect, true if unset, as upstream].
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    leader_elect: Option<bool>,
+    /// Name of the leader-election Lease [default: kube-scheduler].
+    #[arg(long, alias = "lock-object-name")]
+    leader_elect_resource_name: Option<String>,
+    /// Namespace of the leader-election Lease [default: kube-system].
+    #[arg(long, alias = "lock-object-namespace")]
+    leader_elect_resource_namespace: Option<String>,
+    /// How long a lease is valid without renewal (Go duration) [default: 15s].
+    #[arg(long, value_parser = go_duration)]
+    leader_elect_lease_duration: Option<std::time::Duration>,
+    /// How long the leader keeps trying to renew before giving up [default: 10s].
+    #[arg(long, value_parser = go_duration)]
+    leader_elect_renew_deadline: Option<std::time::Duration>,
+    /// Interval between acquire or renew attempts [default: 2s].
+    #[arg(long, value_parser = go_duration)]
+    leader_elect_retry_period: Option<std::time::Duration>,
 }
 
 fn go_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -85,34 +91,86 @@ async fn main() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
-    let client =
-        match tinykube_client::Config::load(flags.kubeconfig.as_deref(), flags.master.as_deref()) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("tinykube-scheduler: {e}");
-                std::process::exit(1);
-            }
-        };
+    let fail = |message: String| -> ! {
+        eprintln!("tinykube-scheduler: {message}");
+        std::process::exit(1);
+    };
+    let loaded = match &flags.config {
+        Some(path) => match tinykube_scheduler::config::load(path) {
+            Ok(l) => Some(l),
+            Err(e) => fail(e.to_string()),
+        },
+        None => None,
+    };
+    let file_election = loaded
+        .as_ref()
+        .and_then(|l| l.leader_election.clone())
+        .unwrap_or_default();
+    let file_duration = |d: &Option<String>, what: &str| -> Option<std::time::Duration> {
+        d.as_deref()
+            .map(|v| go_duration(v).unwrap_or_else(|e| fail(format!("leaderElection.{what}: {e}"))))
+    };
+    let kubeconfig = flags.kubeconfig.clone().or_else(|| {
+        loaded
+            .as_ref()
+            .and_then(|l| l.kubeconfig.clone())
+            .filter(|k| !k.is_empty())
+            .map(PathBuf::from)
+    });
+    let client = match tinykube_client::Config::load(kubeconfig.as_deref(), flags.master.as_deref())
+    {
+        Ok(c) => c,
+        Err(e) => fail(e.to_string()),
+    };
     let host = std::fs::read_to_string("/etc/hostname")
         .ok()
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into());
-    let leader_election = flags
+    let leader_elect = flags
         .leader_elect
-        .then(|| tinykube_client::leader::LeaseConfig {
-            lease_duration: flags.leader_elect_lease_duration,
-            renew_deadline: flags.leader_elect_renew_deadline,
-            retry_period: flags.leader_elect_retry_period,
+        .or(file_election.leader_elect)
+        .unwrap_or(loaded.is_some());
+    let leader_election = leader_elect.then(|| {
+        let name = flags
+            .leader_elect_resource_name
+            .clone()
+            .or(file_election.resource_name.clone())
+            .unwrap_or_else(|| "kube-scheduler".into());
+        let namespace = flags
+            .leader_elect_resource_namespace
+            .clone()
+            .or(file_election.resource_namespace.clone())
+            .unwrap_or_else(|| "kube-system".into());
+        tinykube_client::leader::LeaseConfig {
+            lease_duration: flags
+                .leader_elect_lease_duration
+                .or_else(|| file_duration(&file_election.lease_duration, "leaseDuration"))
+                .unwrap_or(std::time::Duration::from_secs(15)),
+            renew_deadline: flags
+                .leader_elect_renew_deadline
+                .or_else(|| file_duration(&file_election.renew_deadline, "renewDeadline"))
+                .unwrap_or(std::time::Duration::from_secs(10)),
+            retry_period: flags
+                .leader_elect_retry_period
+                .or_else(|| file_duration(&file_election.retry_period, "retryPeriod"))
+                .unwrap_or(std::time::Duration::from_secs(2)),
             ..tinykube_client::leader::LeaseConfig::new(
-                &flags.leader_elect_resource_namespace,
-                &flags.leader_elect_resource_name,
+                &namespace,
+                &name,
                 &format!("{host}_{}", unique_suffix()),
             )
-        });
+        }
+    });
+    let profiles = match loaded {
+        Some(l) => l.profiles,
+        None => vec![tinykube_scheduler::config::Profile::default_named(
+            &flags.scheduler_name,
+        )],
+    };
     let config = tinykube_scheduler::Config {
         client,
-        scheduler_names: vec![flags.scheduler_name],
+        profiles,
         seed: flags.seed,
         host,
         leader_election,

@@ -27,6 +27,7 @@ pub enum Decision {
 pub fn run_filters(plugins: &[Weighted], pod: &Pod, node: &NodeInfo, state: &CycleState) -> Status {
     plugins
         .iter()
+        .filter(|w| w.filters)
         .map(|w| w.plugin.filter(pod, node, state))
         .find(|s| !s.is_success())
         .unwrap_or(Status::Success)
@@ -60,9 +61,8 @@ fn with_nominated(sched: &Scheduler, pod: &Pod, nodes: &[NodeInfo]) -> Option<Ve
     Some(out)
 }
 
-/// Filter and score `pod` against `nodes`.
-pub fn decide(sched: &Scheduler, pod: &Pod, nodes: &[NodeInfo]) -> Decision {
-    let plugins = &sched.plugins;
+/// Filter and score `pod` against `nodes` with a profile's plugins.
+pub fn decide(sched: &Scheduler, plugins: &[Weighted], pod: &Pod, nodes: &[NodeInfo]) -> Decision {
     let augmented = with_nominated(sched, pod, nodes);
     let filter_view = augmented.as_deref().unwrap_or(nodes);
     let mut state = CycleState::default();
@@ -130,6 +130,10 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
         .as_ref()
         .and_then(|s| s.scheduler_name.clone())
         .unwrap_or_else(|| "default-scheduler".into());
+    let Some(profile) = sched.profiles.get(&scheduler_name) else {
+        sched.queue.remove(key);
+        return;
+    };
     let started = std::time::Instant::now();
     let nodes = sched.cache.snapshot();
     let ns = pod
@@ -139,7 +143,7 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
         .unwrap_or_else(|| "default".into());
     let name = pod.metadata.name.clone().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(sched.client.clone(), &ns);
-    match decide(sched, &pod, &nodes) {
+    match decide(sched, &profile.plugins, &pod, &nodes) {
         Decision::Node(node) => {
             sched.cache.assume(key, &node, pod.clone());
             let binding = json!({"apiVersion": "v1", "kind": "Binding",
@@ -178,9 +182,9 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
         Decision::Unschedulable(diagnosis) => {
             let fit = diagnosis.fit_error();
             // PostFilter: DynamicResources has no claims to free; then DefaultPreemption.
-            let preemption = sched.preemption.then(|| {
+            let preemption = profile.preemption.then(|| {
                 let mut rng = sched.rng.lock().unwrap_or_else(|e| e.into_inner());
-                default_preemption::preempt(&sched.plugins, &pod, &nodes, &diagnosis, &mut *rng)
+                default_preemption::preempt(&profile.plugins, &pod, &nodes, &diagnosis, &mut *rng)
             });
             // The nomination to write: Some(Some(node)) sets it, Some(None) clears it.
             let (message, nomination) = match &preemption {

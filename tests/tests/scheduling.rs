@@ -462,3 +462,97 @@ fn a_higher_priority_pod_preempts_lower_priority_ones() {
     // The freed room went to the preemptor, not to the pending low pod.
     assert!(node_of(&server, "low-c").is_empty());
 }
+
+#[test]
+fn one_process_serves_every_profile_of_its_config() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 2, false);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("scheduler.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: packer
+  plugins:
+    score:
+      disabled:
+      - name: NodeResourcesBalancedAllocation
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - {name: cpu, weight: 1}
+        - {name: memory, weight: 1}
+",
+    )
+    .unwrap();
+    let config = config.to_string_lossy().to_string();
+
+    // A broken file stops the scheduler with the mistake named.
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: x\n  plugins:\n    filter:\n      enabled:\n      - name: NoSuchPlugin\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(tinykube_tests::binary("tinykube-scheduler"))
+        .args(["--kubeconfig", &server.kubeconfig().to_string_lossy()])
+        .args(["--config", &bad.to_string_lossy()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "profiles[0].plugins.filter.enabled[0]: plugin \"NoSuchPlugin\" does not exist"
+        ),
+        "{stderr}"
+    );
+
+    let _scheduler = Scheduler::start(&server, &["--config", &config, "--seed", "5"]).unwrap();
+    let requesting = |name: &str, scheduler: &str| {
+        pod(name, &format!("  schedulerName: {scheduler}\n")).replace(
+            "    image: nginx\n",
+            "    image: nginx\n    resources:\n      requests:\n        cpu: 500m\n        memory: 512Mi\n",
+        )
+    };
+    server
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            Some(&requesting("first", "default-scheduler")),
+        )
+        .ok();
+    let busy = scheduled(&server, "first");
+    // MostAllocated packs every pod of the packer profile onto the busier node.
+    for name in ["pack-1", "pack-2", "pack-3"] {
+        server
+            .kubectl_stdin(&["apply", "-f", "-"], Some(&requesting(name, "packer")))
+            .ok();
+        assert_eq!(scheduled(&server, name), busy, "{name}");
+    }
+    // The default profile spreads instead (LeastAllocated): the next pod goes to the idle node.
+    server
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            Some(&requesting("spread", "default-scheduler")),
+        )
+        .ok();
+    assert_ne!(scheduled(&server, "spread"), busy);
+    // Each profile reports under its own name.
+    let events = server.kubectl(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=pack-1",
+        "-o",
+        "jsonpath={.items[*].reportingComponent}",
+    ]);
+    assert_eq!(events.ok(), "packer");
+}

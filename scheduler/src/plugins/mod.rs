@@ -13,48 +13,49 @@ pub mod taint_toleration;
 
 use crate::framework::Plugin;
 
-/// A plugin and its score weight.
+/// A plugin in a profile: whether it filters, and its score weight (0: it does not score).
 pub struct Weighted {
     pub plugin: Box<dyn Plugin>,
     pub weight: i64,
+    pub filters: bool,
+}
+
+/// A plugin with its default arguments, by upstream's name.
+pub fn by_name(name: &str) -> Option<Box<dyn Plugin>> {
+    Some(match name {
+        node_unschedulable::NAME => Box::new(node_unschedulable::NodeUnschedulable),
+        node_name::NAME => Box::new(node_name::NodeName),
+        taint_toleration::NAME => Box::new(taint_toleration::TaintToleration),
+        node_affinity::NAME => Box::new(node_affinity::NodeAffinity),
+        node_resources_fit::NAME => Box::new(node_resources_fit::NodeResourcesFit::default()),
+        balanced_allocation::NAME => Box::new(balanced_allocation::BalancedAllocation),
+        pod_topology_spread::NAME => Box::new(pod_topology_spread::PodTopologySpread::default()),
+        inter_pod_affinity::NAME => Box::new(inter_pod_affinity::InterPodAffinity),
+        _ => return None,
+    })
 }
 
 /// The default profile's plugins, in upstream's filter order, with its score weights.
 pub fn default_plugins() -> Vec<Weighted> {
-    vec![
-        Weighted {
-            plugin: Box::new(node_unschedulable::NodeUnschedulable),
-            weight: 0,
-        },
-        Weighted {
-            plugin: Box::new(node_name::NodeName),
-            weight: 0,
-        },
-        Weighted {
-            plugin: Box::new(taint_toleration::TaintToleration),
-            weight: 3,
-        },
-        Weighted {
-            plugin: Box::new(node_affinity::NodeAffinity),
-            weight: 2,
-        },
-        Weighted {
-            plugin: Box::new(node_resources_fit::NodeResourcesFit),
-            weight: 1,
-        },
-        Weighted {
-            plugin: Box::new(balanced_allocation::BalancedAllocation),
-            weight: 1,
-        },
-        Weighted {
-            plugin: Box::new(pod_topology_spread::PodTopologySpread),
-            weight: 2,
-        },
-        Weighted {
-            plugin: Box::new(inter_pod_affinity::InterPodAffinity),
-            weight: 2,
-        },
+    [
+        (node_unschedulable::NAME, true, 0),
+        (node_name::NAME, true, 0),
+        (taint_toleration::NAME, true, 3),
+        (node_affinity::NAME, true, 2),
+        (node_resources_fit::NAME, true, 1),
+        (balanced_allocation::NAME, false, 1),
+        (pod_topology_spread::NAME, true, 2),
+        (inter_pod_affinity::NAME, true, 2),
     ]
+    .into_iter()
+    .filter_map(|(name, filters, weight)| {
+        Some(Weighted {
+            plugin: by_name(name)?,
+            weight,
+            filters,
+        })
+    })
+    .collect()
 }
 
 #[cfg(test)]

@@ -1,7 +1,11 @@
 //! PodTopologySpread: `whenUnsatisfiable: DoNotSchedule` constraints keep the skew (this
 //! domain's matching pods, plus the pod itself, minus the emptiest domain's) within `maxSkew`;
 //! `ScheduleAnyway` constraints score emptier domains higher. Domains are counted over the
-//! nodes the pod's nodeSelector and required node affinity admit. No default constraints.
+//! nodes the pod's nodeSelector and required node affinity admit. No default constraints
+//! unless the profile configures them (`defaultingType: System` or a `List`); those apply to a
+//! pod without constraints of its own that a ReplicaSet, StatefulSet or ReplicationController
+//! owns, selecting pods with its labels (upstream takes the owners' selectors, which the
+//! scheduler does not watch).
 
 use std::collections::BTreeMap;
 
@@ -16,7 +20,60 @@ pub const REASON: &str = "node(s) didn't match pod topology spread constraints";
 pub const MISSING_LABEL_REASON: &str =
     "node(s) didn't match pod topology spread constraints (missing required label)";
 
-pub struct PodTopologySpread;
+#[derive(Default)]
+pub struct PodTopologySpread {
+    /// Constraints for pods that have none (without label selectors).
+    pub defaults: Vec<TopologySpreadConstraint>,
+}
+
+/// Upstream's `defaultingType: System` constraints.
+pub fn system_defaults() -> Vec<TopologySpreadConstraint> {
+    [
+        ("kubernetes.io/hostname", 3),
+        ("topology.kubernetes.io/zone", 5),
+    ]
+    .into_iter()
+    .map(|(key, skew)| TopologySpreadConstraint {
+        topology_key: key.into(),
+        max_skew: skew,
+        when_unsatisfiable: "ScheduleAnyway".into(),
+        ..Default::default()
+    })
+    .collect()
+}
+
+impl PodTopologySpread {
+    /// The pod's own constraints, or the defaults if it has none and a workload owns it.
+    fn constraints_for(&self, pod: &Pod) -> Vec<TopologySpreadConstraint> {
+        let own = constraints(pod);
+        if !own.is_empty() || self.defaults.is_empty() {
+            return own.to_vec();
+        }
+        let owned = pod.metadata.owner_references.iter().flatten().any(|o| {
+            o.controller == Some(true)
+                && matches!(
+                    o.kind.as_str(),
+                    "ReplicaSet" | "StatefulSet" | "ReplicationController"
+                )
+        });
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        if !owned || labels.is_empty() {
+            return Vec::new();
+        }
+        self.defaults
+            .iter()
+            .map(|c| TopologySpreadConstraint {
+                label_selector: Some(
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+                        match_labels: Some(labels.clone()),
+                        ..Default::default()
+                    },
+                ),
+                ..c.clone()
+            })
+            .collect()
+    }
+}
 
 struct Constraint {
     key: String,
@@ -58,7 +115,8 @@ impl Plugin for PodTopologySpread {
             .clone()
             .unwrap_or_else(|| "default".into());
         let own_labels = pod.metadata.labels.clone().unwrap_or_default();
-        let mut out: Vec<Constraint> = constraints(pod)
+        let mut out: Vec<Constraint> = self
+            .constraints_for(pod)
             .iter()
             .map(|c| {
                 let selector = c
@@ -180,10 +238,10 @@ mod tests {
         ];
         let p = web("new", spread);
         let mut state = CycleState::default();
-        PodTopologySpread.pre_filter(&p, &nodes, &mut state);
+        PodTopologySpread::default().pre_filter(&p, &nodes, &mut state);
         let v: Vec<Status> = nodes
             .iter()
-            .map(|n| PodTopologySpread.filter(&p, n, &state))
+            .map(|n| PodTopologySpread::default().filter(&p, n, &state))
             .collect();
         // zone a: 2 + 1 - 1 = 2 > 1; zone b: 1 + 1 - 1 = 1; no zone label: unresolvable.
         assert_eq!(
@@ -203,13 +261,15 @@ mod tests {
         let nodes = vec![zone("a1", "a", 3), zone("b1", "b", 0)];
         let p = web("new", spread);
         let mut state = CycleState::default();
-        PodTopologySpread.pre_filter(&p, &nodes, &mut state);
-        assert!(PodTopologySpread.filter(&p, &nodes[0], &state).is_success());
+        PodTopologySpread::default().pre_filter(&p, &nodes, &mut state);
+        assert!(PodTopologySpread::default()
+            .filter(&p, &nodes[0], &state)
+            .is_success());
         let mut scores: Vec<i64> = nodes
             .iter()
-            .map(|n| PodTopologySpread.score(&p, n, &state))
+            .map(|n| PodTopologySpread::default().score(&p, n, &state))
             .collect();
-        PodTopologySpread.normalize(&mut scores);
+        PodTopologySpread::default().normalize(&mut scores);
         assert_eq!(scores, [0, 100]);
     }
 }
