@@ -14,7 +14,7 @@ pub mod reflector;
 mod watch;
 pub mod watcher;
 
-pub use api::{Api, ListParams, Patch, PostParams};
+pub use api::{Api, Kind, ListParams, Patch, PostParams, Scope};
 pub use config::{Client, Config};
 pub use error::{ClientError, Status};
 pub use watch::WatchEvent;

@@ -287,6 +287,95 @@ impl Drop for Scheduler {
     }
 }
 
+/// A running tinykube-kubelet for an API server; killed on drop, restartable. Its read-only
+/// endpoint (`/healthz`, `/pods`) is on a free port: `url`.
+pub struct Kubelet {
+    child: Option<Child>,
+    kubeconfig: PathBuf,
+    args: Vec<String>,
+    pub url: String,
+}
+
+impl Kubelet {
+    /// Start with `extra` flags (e.g. `--hostname-override worker0`).
+    pub fn start(server: &ApiServer, extra: &[&str]) -> Result<Kubelet> {
+        let mut k = Kubelet {
+            child: None,
+            kubeconfig: server.kubeconfig(),
+            args: extra.iter().map(|s| s.to_string()).collect(),
+            url: String::new(),
+        };
+        k.spawn()?;
+        Ok(k)
+    }
+
+    fn spawn(&mut self) -> Result<()> {
+        let mut child = Command::new(binary("tinykube-kubelet"))
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["--read-only-port", "0"])
+            .args(&self.args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting tinykube-kubelet")?;
+        let stdout = child.stdout.take().context("kubelet stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let line = lines
+            .next()
+            .context("kubelet exited before printing its address")??;
+        self.url = line
+            .rsplit(' ')
+            .next()
+            .filter(|u| u.starts_with("http://"))
+            .with_context(|| format!("unexpected first line from kubelet: {line}"))?
+            .to_string();
+        std::thread::spawn(move || for _ in lines {});
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// SIGKILL the process.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Kill and start again with the same flags.
+    pub fn restart(&mut self) -> Result<()> {
+        self.kill9();
+        self.spawn()
+    }
+
+    /// The pods this kubelet reports on `/pods`, as JSON.
+    pub fn pods(&self) -> Result<serde_json::Value> {
+        Ok(reqwest::blocking::get(format!("{}/pods", self.url))?.json()?)
+    }
+}
+
+impl Drop for Kubelet {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Lift the `node.kubernetes.io/not-ready:NoSchedule` taint the API server puts on every new
+/// node, as upstream's node-lifecycle controller does once the node is Ready. Tests that
+/// schedule without tinykube's controller manager do it by hand.
+pub fn lift_not_ready_taint(server: &ApiServer, node: &str) {
+    server
+        .kubectl(&[
+            "taint",
+            "nodes",
+            node,
+            "node.kubernetes.io/not-ready:NoSchedule-",
+        ])
+        .ok();
+}
+
 /// A port that was free a moment ago.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -339,4 +428,126 @@ pub fn ready_nodes(server: &ApiServer, workers: usize, master: bool) {
             ])
             .ok();
     }
+}
+
+/// A running tinykube-controller-manager for an API server; killed on drop, restartable.
+pub struct ControllerManager {
+    child: Option<Child>,
+    kubeconfig: PathBuf,
+    args: Vec<String>,
+}
+
+impl ControllerManager {
+    /// Start with `extra` flags (e.g. `--controllers=replicaset`). Without an explicit
+    /// `--leader-elect`, leader election is off so a restarted manager acts at once.
+    pub fn start(server: &ApiServer, extra: &[&str]) -> Result<ControllerManager> {
+        let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        if !extra.iter().any(|a| a.starts_with("--leader-elect")) {
+            args.push("--leader-elect=false".into());
+        }
+        let mut cm = ControllerManager {
+            child: None,
+            kubeconfig: server.kubeconfig(),
+            args,
+        };
+        cm.spawn()?;
+        Ok(cm)
+    }
+
+    fn spawn(&mut self) -> Result<()> {
+        let child = Command::new(binary("tinykube-controller-manager"))
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(&self.args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting tinykube-controller-manager")?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// SIGKILL the process (no chance to finish anything in flight).
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Kill and start again with the same flags.
+    pub fn restart(&mut self) -> Result<()> {
+        self.kill9();
+        self.spawn()
+    }
+}
+
+impl Drop for ControllerManager {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Mark a pod Running and Ready through the status subresource, as a kubelet would (no
+/// kubelet in these tests). Plain HTTP, so that hundreds of pods are quick.
+pub fn mark_ready(server: &ApiServer, namespace: &str, pod: &str) -> bool {
+    let body = serde_json::json!({"status": {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True",
+                        "lastTransitionTime": "2020-01-01T00:00:00Z"}],
+    }});
+    server
+        .http()
+        .patch(format!(
+            "{}/api/v1/namespaces/{namespace}/pods/{pod}/status",
+            server.url
+        ))
+        .header("Content-Type", "application/merge-patch+json")
+        .body(body.to_string())
+        .send()
+        .is_ok_and(|r| r.status().is_success())
+}
+
+/// Mark every not-yet-ready pod matching `selector` in `namespace` Running and Ready; returns
+/// how many pods match.
+pub fn mark_all_ready(server: &ApiServer, namespace: &str, selector: &str) -> usize {
+    let list: serde_json::Value = match server
+        .http()
+        .get(format!("{}/api/v1/namespaces/{namespace}/pods", server.url))
+        .query(&[("labelSelector", selector)])
+        .send()
+        .and_then(|r| r.json())
+    {
+        Ok(v) => v,
+        Err(_) => return 0,
+    };
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    for pod in &items {
+        let ready = pod["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        });
+        if !ready && pod["metadata"]["deletionTimestamp"].is_null() {
+            if let Some(name) = pod["metadata"]["name"].as_str() {
+                mark_ready(server, namespace, name);
+            }
+        }
+    }
+    items.len()
+}
+
+/// Names of the pods in `namespace` matching the label selector `selector`.
+pub fn pod_names(server: &ApiServer, namespace: &str, selector: &str) -> Vec<String> {
+    let out = server.kubectl(&[
+        "get",
+        "pods",
+        "-n",
+        namespace,
+        "-l",
+        selector,
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ]);
+    out.stdout.split_whitespace().map(str::to_string).collect()
 }

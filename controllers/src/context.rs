@@ -1,0 +1,185 @@
+//! The shared `Context` every controller starts from: the client, one informer per resource
+//! (started once, after every controller subscribed, and only if some controller uses it) and
+//! event recorders named as upstream's components.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::Resource;
+use tinykube_client::events::Recorder;
+use tinykube_client::reflector::{Informer, Notification, Store};
+use tinykube_client::{Api, Client, Kind, ListParams, Scope};
+use tokio::sync::broadcast;
+
+/// Index of namespaced objects by namespace.
+pub const BY_NAMESPACE: &str = "namespace";
+/// Index of objects by the uid of each owner in their ownerReferences.
+pub const BY_OWNER: &str = "owner";
+
+/// One informer shared by all controllers: subscribe before [`Context::start_informers`].
+pub struct Shared<K> {
+    informer: Mutex<Option<Informer<K>>>,
+    store: Store<K>,
+    used: AtomicBool,
+}
+
+impl<K: Kind> Shared<K>
+where
+    <K as Resource>::Scope: Scope,
+{
+    fn new(client: &Client) -> Self {
+        let informer = Informer::new(Api::<K>::all(client.clone()), ListParams::default())
+            .with_index(BY_NAMESPACE, |o: &K| {
+                o.metadata().namespace.clone().into_iter().collect()
+            })
+            .with_index(BY_OWNER, |o: &K| {
+                o.metadata()
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .map(|r| r.uid.clone())
+                    .collect()
+            });
+        Shared {
+            store: informer.store(),
+            informer: Mutex::new(Some(informer)),
+            used: AtomicBool::new(false),
+        }
+    }
+
+    /// The cache; marks the informer as needed.
+    pub fn store(&self) -> Store<K> {
+        self.used.store(true, Ordering::Relaxed);
+        self.store.clone()
+    }
+
+    /// Notifications from the informer; only before the informers start.
+    pub fn subscribe(&self) -> Option<broadcast::Receiver<Notification<K>>> {
+        self.used.store(true, Ordering::Relaxed);
+        let guard = self.informer.lock().ok()?;
+        guard.as_ref().map(Informer::subscribe)
+    }
+
+    fn take_if_used(&self) -> Option<BoxFuture<'static, ()>> {
+        if !self.used.load(Ordering::Relaxed) {
+            return None;
+        }
+        let informer = self.informer.lock().ok()?.take()?;
+        Some(Box::pin(informer.run()))
+    }
+}
+
+/// What every controller is built from; cheap to share behind an `Arc`.
+pub struct Context {
+    pub client: Client,
+    pub pods: Shared<Pod>,
+    pub replicasets: Shared<ReplicaSet>,
+    pub deployments: Shared<Deployment>,
+    pub daemonsets: Shared<DaemonSet>,
+    pub controllerrevisions: Shared<ControllerRevision>,
+    pub nodes: Shared<Node>,
+    pub leases: Shared<Lease>,
+    pub namespaces: Shared<Namespace>,
+    /// Host name for event sources.
+    pub host: String,
+    recorders: Mutex<HashMap<String, Arc<Recorder>>>,
+    pub options: Options,
+}
+
+/// Tunables of the controllers, from the command line.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub concurrent_replicaset_syncs: usize,
+    pub concurrent_deployment_syncs: usize,
+    pub concurrent_gc_syncs: usize,
+    pub node_monitor_period: std::time::Duration,
+    pub node_monitor_grace_period: std::time::Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            concurrent_replicaset_syncs: 5,
+            concurrent_deployment_syncs: 5,
+            concurrent_gc_syncs: 20,
+            node_monitor_period: std::time::Duration::from_secs(5),
+            node_monitor_grace_period: std::time::Duration::from_secs(40),
+        }
+    }
+}
+
+impl Context {
+    pub fn new(client: Client, host: String, options: Options) -> Self {
+        Context {
+            pods: Shared::new(&client),
+            replicasets: Shared::new(&client),
+            deployments: Shared::new(&client),
+            daemonsets: Shared::new(&client),
+            controllerrevisions: Shared::new(&client),
+            nodes: Shared::new(&client),
+            leases: Shared::new(&client),
+            namespaces: Shared::new(&client),
+            client,
+            host,
+            recorders: Mutex::new(HashMap::new()),
+            options,
+        }
+    }
+
+    /// The event recorder of `component` (e.g. `replicaset-controller`).
+    pub fn recorder(&self, component: &str) -> Arc<Recorder> {
+        let mut map = match self.recorders.lock() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        };
+        map.entry(component.to_string())
+            .or_insert_with(|| {
+                Arc::new(Recorder::new(
+                    self.client.clone(),
+                    component,
+                    Some(&self.host),
+                ))
+            })
+            .clone()
+    }
+
+    /// Run every informer some controller asked for, until the future is dropped.
+    pub fn start_informers(&self) -> BoxFuture<'static, ()> {
+        let runs: Vec<BoxFuture<'static, ()>> = [
+            self.pods.take_if_used(),
+            self.replicasets.take_if_used(),
+            self.deployments.take_if_used(),
+            self.daemonsets.take_if_used(),
+            self.controllerrevisions.take_if_used(),
+            self.nodes.take_if_used(),
+            self.leases.take_if_used(),
+            self.namespaces.take_if_used(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        Box::pin(async move {
+            futures::future::join_all(runs).await;
+        })
+    }
+}
+
+/// Drain `rx` into `handle`; a lagging receiver calls `resync` (re-enqueue everything).
+pub async fn forward<K: Clone>(
+    mut rx: broadcast::Receiver<Notification<K>>,
+    mut handle: impl FnMut(Notification<K>),
+    resync: impl Fn(),
+) {
+    loop {
+        match rx.recv().await {
+            Ok(n) => handle(n),
+            Err(broadcast::error::RecvError::Lagged(_)) => resync(),
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}

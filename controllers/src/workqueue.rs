@@ -1,0 +1,268 @@
+//! The rate-limited work queue every controller drains: keys are deduplicated, a key being
+//! processed is never handed to a second worker (re-added meanwhile, it comes back once `done`),
+//! and failures back off per item exponentially (5 ms doubling to 1000 s) until `forget`.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+/// Upstream's per-item exponential limiter: base 5 ms, cap 1000 s.
+const BASE_DELAY: Duration = Duration::from_millis(5);
+const MAX_DELAY: Duration = Duration::from_secs(1000);
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<String>,
+    /// Keys waiting to be processed (in `queue`, or re-added while processing).
+    dirty: HashSet<String>,
+    processing: HashSet<String>,
+    failures: HashMap<String, u32>,
+    shut_down: bool,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    ready: Notify,
+}
+
+/// A work queue of object keys; cheap to clone.
+#[derive(Clone)]
+pub struct WorkQueue(Arc<Inner>);
+
+impl Default for WorkQueue {
+    fn default() -> Self {
+        WorkQueue(Arc::new(Inner {
+            state: Mutex::new(State::default()),
+            ready: Notify::new(),
+        }))
+    }
+}
+
+impl WorkQueue {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Queue `key` unless it is already waiting; a key being processed is queued again once
+    /// its worker calls [`WorkQueue::done`].
+    pub fn add(&self, key: &str) {
+        let Ok(mut s) = self.0.state.lock() else {
+            return;
+        };
+        if s.shut_down || !s.dirty.insert(key.to_string()) {
+            return;
+        }
+        if !s.processing.contains(key) {
+            s.queue.push_back(key.to_string());
+            drop(s);
+            self.0.ready.notify_one();
+        }
+    }
+
+    /// Queue `key` after `delay`.
+    pub fn add_after(&self, key: &str, delay: Duration) {
+        if delay.is_zero() {
+            self.add(key);
+            return;
+        }
+        let queue = self.clone();
+        let key = key.to_string();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            queue.add(&key);
+        });
+    }
+
+    /// Queue `key` after its next backoff delay (a failed sync).
+    pub fn add_rate_limited(&self, key: &str) {
+        let delay = {
+            let Ok(mut s) = self.0.state.lock() else {
+                return;
+            };
+            let n = s.failures.entry(key.to_string()).or_insert(0);
+            let delay = backoff(*n);
+            *n = n.saturating_add(1);
+            delay
+        };
+        self.add_after(key, delay);
+    }
+
+    /// Forget the failures of `key` (a successful sync).
+    pub fn forget(&self, key: &str) {
+        if let Ok(mut s) = self.0.state.lock() {
+            s.failures.remove(key);
+        }
+    }
+
+    /// How many times `key` failed in a row.
+    pub fn num_requeues(&self, key: &str) -> u32 {
+        self.0
+            .state
+            .lock()
+            .map(|s| s.failures.get(key).copied().unwrap_or(0))
+            .unwrap_or(0)
+    }
+
+    /// The next key to process; `None` once shut down.
+    pub async fn get(&self) -> Option<String> {
+        loop {
+            let notified = self.0.ready.notified();
+            {
+                let Ok(mut s) = self.0.state.lock() else {
+                    return None;
+                };
+                if s.shut_down {
+                    return None;
+                }
+                if let Some(key) = s.queue.pop_front() {
+                    s.dirty.remove(&key);
+                    s.processing.insert(key.clone());
+                    if !s.queue.is_empty() {
+                        // Let another idle worker take the next key.
+                        self.0.ready.notify_one();
+                    }
+                    return Some(key);
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// The worker finished `key`; if it was re-added meanwhile it is queued again.
+    pub fn done(&self, key: &str) {
+        let Ok(mut s) = self.0.state.lock() else {
+            return;
+        };
+        s.processing.remove(key);
+        if s.dirty.contains(key) {
+            s.queue.push_back(key.to_string());
+            drop(s);
+            self.0.ready.notify_one();
+        }
+    }
+
+    /// Keys waiting (not counting those being processed).
+    pub fn len(&self) -> usize {
+        self.0.state.lock().map(|s| s.queue.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stop handing out keys; every waiting `get` returns `None`.
+    pub fn shut_down(&self) {
+        if let Ok(mut s) = self.0.state.lock() {
+            s.shut_down = true;
+        }
+        self.0.ready.notify_waiters();
+    }
+}
+
+/// The delay after `failures` failures in a row: 5 ms · 2^failures, at most 1000 s.
+pub fn backoff(failures: u32) -> Duration {
+    if failures >= 32 {
+        return MAX_DELAY;
+    }
+    BASE_DELAY
+        .checked_mul(1u32 << failures)
+        .map_or(MAX_DELAY, |d| d.min(MAX_DELAY))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn next(q: &WorkQueue) -> Option<String> {
+        tokio::time::timeout(Duration::from_millis(1), q.get())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn deduplicates_waiting_keys() {
+        let q = WorkQueue::new();
+        q.add("a");
+        q.add("b");
+        q.add("a");
+        assert_eq!(q.len(), 2);
+        assert_eq!(next(&q).await.as_deref(), Some("a"));
+        assert_eq!(next(&q).await.as_deref(), Some("b"));
+        assert_eq!(next(&q).await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_in_progress_is_not_handed_out_twice_and_comes_back_after_done() {
+        let q = WorkQueue::new();
+        q.add("a");
+        let key = next(&q).await.unwrap();
+        q.add("a");
+        q.add("a");
+        assert_eq!(next(&q).await, None, "a is being processed");
+        q.done(&key);
+        assert_eq!(next(&q).await.as_deref(), Some("a"));
+        q.done("a");
+        assert_eq!(next(&q).await, None, "processed once more, not twice");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn done_without_re_add_does_not_requeue() {
+        let q = WorkQueue::new();
+        q.add("a");
+        let key = next(&q).await.unwrap();
+        q.done(&key);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn backoff_doubles_from_5ms_to_1000s() {
+        let table = [
+            (0, Duration::from_millis(5)),
+            (1, Duration::from_millis(10)),
+            (2, Duration::from_millis(20)),
+            (10, Duration::from_millis(5120)),
+            (17, Duration::from_millis(655_360)),
+            (18, MAX_DELAY),
+            (40, MAX_DELAY),
+        ];
+        for (n, want) in table {
+            assert_eq!(backoff(n), want, "after {n} failures");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rate_limited_adds_wait_their_backoff_and_forget_resets() {
+        let q = WorkQueue::new();
+        q.add_rate_limited("a");
+        q.add_rate_limited("a");
+        assert_eq!(q.num_requeues("a"), 2);
+        tokio::task::yield_now().await;
+        assert!(q.is_empty(), "not before 5ms");
+        tokio::time::sleep(Duration::from_millis(6)).await;
+        assert_eq!(next(&q).await.as_deref(), Some("a"));
+        q.done("a");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(next(&q).await.as_deref(), Some("a"), "the 10ms retry");
+        q.done("a");
+        q.forget("a");
+        assert_eq!(q.num_requeues("a"), 0);
+        q.add_rate_limited("a");
+        tokio::time::sleep(Duration::from_millis(6)).await;
+        assert_eq!(next(&q).await.as_deref(), Some("a"), "back to 5ms");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shut_down_wakes_waiting_workers() {
+        let q = WorkQueue::new();
+        let waiter = tokio::spawn({
+            let q = q.clone();
+            async move { q.get().await }
+        });
+        tokio::task::yield_now().await;
+        q.shut_down();
+        assert_eq!(waiter.await.unwrap(), None);
+    }
+}

@@ -1,0 +1,180 @@
+//! ReplicaSets as the course uses them: pods named after the set come up, a deleted pod comes
+//! back, `kubectl scale` both ways, orphans are adopted and relabelled pods released, and a
+//! controller manager killed mid-scale never leaves duplicates.
+
+use std::time::Duration;
+
+use tinykube_tests::{eventually, mark_all_ready, pod_names, ApiServer, ControllerManager};
+
+fn frontend(replicas: u32) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: frontend\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels:\n      tier: frontend\n  template:\n    metadata:\n      labels:\n        tier: frontend\n    spec:\n      containers:\n      - name: php-redis\n        image: gcr.io/google_samples/gb-frontend:v3\n"
+    )
+}
+
+fn count(server: &ApiServer, want: usize) -> bool {
+    pod_names(server, "default", "tier=frontend").len() == want
+}
+
+#[test]
+fn replicaset_keeps_its_pods_scales_and_reports_status() {
+    let server = ApiServer::start().unwrap();
+    let _cm = ControllerManager::start(&server, &["--controllers=replicaset"]).unwrap();
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&frontend(3)))
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || count(&server, 3)));
+    let names = pod_names(&server, "default", "tier=frontend");
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("frontend-") && n.len() == "frontend-".len() + 5),
+        "{names:?}"
+    );
+    let owner = server.kubectl(&[
+        "get",
+        "pod",
+        &names[0],
+        "-o",
+        "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name} {.metadata.ownerReferences[0].controller} {.metadata.ownerReferences[0].blockOwnerDeletion}",
+    ]);
+    assert_eq!(owner.ok(), "ReplicaSet/frontend true true");
+
+    // Deleting a pod brings a replacement.
+    server.kubectl(&["delete", "pod", &names[0]]).ok();
+    assert!(eventually(Duration::from_secs(10), || {
+        let now = pod_names(&server, "default", "tier=frontend");
+        now.len() == 3 && !now.contains(&names[0])
+    }));
+
+    // Ready pods show in the READY column.
+    assert!(eventually(Duration::from_secs(10), || {
+        mark_all_ready(&server, "default", "tier=frontend");
+        let rows = server.kubectl(&["get", "rs", "frontend", "--no-headers"]);
+        let cols: Vec<String> = rows.ok().split_whitespace().map(String::from).collect();
+        cols.get(1..4) == Some(&["3".to_string(), "3".to_string(), "3".to_string()][..])
+    }));
+
+    server
+        .kubectl(&["scale", "rs", "frontend", "--replicas=6"])
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || count(&server, 6)));
+    server
+        .kubectl(&["scale", "rs", "frontend", "--replicas=2"])
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || count(&server, 2)));
+    // The ready pods survive the scale-down: the not-ready newcomers go first.
+    let left = pod_names(&server, "default", "tier=frontend");
+    let ready = server.kubectl(&[
+        "get",
+        "pods",
+        "-l",
+        "tier=frontend",
+        "-o",
+        "jsonpath={.items[*].status.phase}",
+    ]);
+    assert_eq!(ready.ok(), "Running Running", "{left:?}");
+
+    let status = server.kubectl(&[
+        "get",
+        "rs",
+        "frontend",
+        "-o",
+        "jsonpath={.status.replicas} {.status.fullyLabeledReplicas} {.status.readyReplicas} {.status.availableReplicas} {.status.observedGeneration} {.metadata.generation}",
+    ]);
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let s = server.kubectl(&[
+            "get",
+            "rs",
+            "frontend",
+            "-o",
+            "jsonpath={.status.replicas} {.status.fullyLabeledReplicas} {.status.readyReplicas} {.status.availableReplicas}",
+        ]);
+            s.stdout == "2 2 2 2"
+        }),
+        "{status:?}"
+    );
+
+    let events = server.kubectl(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.kind=ReplicaSet",
+    ]);
+    let text = events.ok();
+    assert!(
+        text.contains("SuccessfulCreate") && text.contains("Created pod: frontend-"),
+        "{text}"
+    );
+    assert!(
+        text.contains("SuccessfulDelete") && text.contains("Deleted pod: frontend-"),
+        "{text}"
+    );
+}
+
+#[test]
+fn orphans_are_adopted_and_relabelled_pods_released() {
+    let server = ApiServer::start().unwrap();
+    let _cm = ControllerManager::start(&server, &["--controllers=replicaset"]).unwrap();
+    for name in ["orphan-a", "orphan-b"] {
+        server
+            .kubectl(&["run", name, "--image=nginx", "--labels=tier=frontend"])
+            .ok();
+    }
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&frontend(3)))
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || {
+        let o = server.kubectl(&[
+            "get",
+            "pod",
+            "orphan-a",
+            "-o",
+            "jsonpath={.metadata.ownerReferences[0].name}",
+        ]);
+        o.stdout == "frontend"
+    }));
+    assert!(eventually(Duration::from_secs(10), || count(&server, 3)));
+    // Only one new pod was needed.
+    let names = pod_names(&server, "default", "tier=frontend");
+    assert!(names.contains(&"orphan-b".to_string()), "{names:?}");
+
+    server
+        .kubectl(&["label", "pod", "orphan-a", "tier=other", "--overwrite"])
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || {
+        let o = server.kubectl(&[
+            "get",
+            "pod",
+            "orphan-a",
+            "-o",
+            "jsonpath={.metadata.ownerReferences}",
+        ]);
+        o.success && o.stdout.is_empty() && count(&server, 3)
+    }));
+}
+
+#[test]
+fn a_manager_killed_mid_scale_converges_without_duplicates() {
+    let server = ApiServer::start().unwrap();
+    let mut cm = ControllerManager::start(&server, &["--controllers=replicaset"]).unwrap();
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&frontend(300)))
+        .ok();
+    assert!(eventually(Duration::from_secs(20), || {
+        let n = pod_names(&server, "default", "tier=frontend").len();
+        n >= 20
+    }));
+    cm.kill9();
+    let at_kill = pod_names(&server, "default", "tier=frontend").len();
+    cm.restart().unwrap();
+    assert!(
+        eventually(Duration::from_secs(30), || count(&server, 300)),
+        "killed at {at_kill}, now {}",
+        pod_names(&server, "default", "tier=frontend").len()
+    );
+    // And it stays there: no late duplicates.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(pod_names(&server, "default", "tier=frontend").len(), 300);
+}
