@@ -1,0 +1,305 @@
+//! Registration and heartbeats of every simulated node: the Node is created (or, with
+//! `--register-node=false`, waited for), its Lease renewed every 10 s (a quarter of its 40 s
+//! duration) and its conditions posted every report period. One timer serves all nodes:
+//! each tick handles one slot of them, so renewals are spread evenly over the period.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Node;
+use serde_json::json;
+use tinykube_client::events::EventType;
+use tinykube_client::{Api, Patch};
+use tokio_util::sync::CancellationToken;
+
+use crate::node::{self, LEASE_NAMESPACE};
+use crate::{Kubelet, NodeState};
+
+/// Ticks per period: node `i` is handled on tick `i % SLOTS`.
+pub const SLOTS: usize = 20;
+/// Concurrent API writes of one tick.
+const CONCURRENCY: usize = 32;
+
+/// The nodes (indexes out of `n`) due on `tick`.
+pub fn slot_members(n: usize, tick: u64) -> impl Iterator<Item = usize> {
+    let slot = (tick % SLOTS as u64) as usize;
+    (slot..n).step_by(SLOTS)
+}
+
+/// Call `f` with the nodes due on each tick, every `period / SLOTS`, until `shutdown`; each node
+/// comes up once per period.
+pub async fn staggered<F, Fut>(n: usize, period: Duration, shutdown: CancellationToken, f: F)
+where
+    F: Fn(Vec<usize>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let mut ticker = tokio::time::interval(period / SLOTS as u32);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick = 0u64;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => {}
+        }
+        let due: Vec<usize> = slot_members(n, tick).collect();
+        tick += 1;
+        if !due.is_empty() {
+            f(due).await;
+        }
+    }
+}
+
+/// Leases are renewed every quarter of their duration (10 s for upstream's 40 s).
+pub fn lease_period(duration_seconds: i32) -> Duration {
+    Duration::from_millis(duration_seconds.max(1) as u64 * 250)
+}
+
+/// Register every node, then keep leases and conditions fresh until `shutdown`.
+pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
+    let registered = futures::stream::iter(k.nodes.clone())
+        .map(|n| {
+            let k = k.clone();
+            let stop = shutdown.clone();
+            async move { register(&k, &n, &stop).await }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect::<Vec<_>>();
+    tokio::select! {
+        _ = shutdown.cancelled() => return,
+        _ = registered => {}
+    }
+    tracing::info!(nodes = k.nodes.len(), "nodes registered");
+    let lease_period = lease_period(k.config.node_lease_duration_seconds);
+    let n = k.nodes.len();
+    let leases = staggered(n, lease_period, shutdown.clone(), |due| {
+        let k = k.clone();
+        async move {
+            futures::stream::iter(due)
+                .for_each_concurrent(CONCURRENCY, |i| {
+                    let k = k.clone();
+                    async move { renew_lease(&k, &k.nodes[i]).await }
+                })
+                .await
+        }
+    });
+    let status = staggered(
+        n,
+        k.config.node_status_report_frequency,
+        shutdown.clone(),
+        |due| {
+            let k = k.clone();
+            async move {
+                futures::stream::iter(due)
+                    .for_each_concurrent(CONCURRENCY, |i| {
+                        let k = k.clone();
+                        async move {
+                            if let Err(e) = post_conditions(&k, &k.nodes[i]).await {
+                                tracing::warn!(node = %k.nodes[i].config.name, error = %e, "posting node status failed");
+                            }
+                        }
+                    })
+                    .await
+            }
+        },
+    );
+    tokio::join!(leases, status);
+}
+
+/// Create the Node (or adopt an existing one), post its status and first Lease; retried
+/// until it works or `shutdown`.
+async fn register(k: &Kubelet, n: &NodeState, shutdown: &CancellationToken) {
+    let api: Api<Node> = Api::all(k.client.clone());
+    let name = &n.config.name;
+    let mut delay = Duration::from_millis(100);
+    loop {
+        match register_once(k, n, &api).await {
+            Ok(true) => break,
+            Ok(false) => tracing::debug!(node = %name, "waiting for the Node to be created"),
+            Err(e) => {
+                tracing::warn!(node = %name, error = %e, "registering the node failed; retrying")
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(delay) => {}
+        }
+        delay = (delay * 2).min(Duration::from_secs(7));
+    }
+    renew_lease(k, n).await;
+    if k.nodes.len() == 1 {
+        k.node_event(n, EventType::Normal, "Starting", "Starting kubelet.")
+            .await;
+        k.node_event(
+            n,
+            EventType::Normal,
+            "NodeReady",
+            &format!("Node {name} status is now: NodeReady"),
+        )
+        .await;
+    }
+}
+
+/// `Ok(false)` while `--register-node=false` and the Node does not exist yet.
+async fn register_once(
+    k: &Kubelet,
+    n: &NodeState,
+    api: &Api<Node>,
+) -> Result<bool, tinykube_client::ClientError> {
+    let name = &n.config.name;
+    let wanted = node::initial(&n.config, &k.capacity, &k.machine, n.since);
+    let existing = if k.config.register_node {
+        match api.create(&wanted).await {
+            Ok(created) => Some(created),
+            Err(e) if e.code() == Some(409) => {
+                // Already registered (a restart): reconcile the well-known labels and the
+                // podCIDR, as upstream reconciles an existing Node.
+                let current = api.get(name).await?;
+                let mut patch =
+                    json!({"metadata": {"labels": node::labels(&n.config, &k.machine)}});
+                let has_cidr = current
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.pod_cidr.as_ref())
+                    .is_some();
+                if !has_cidr {
+                    patch["spec"] =
+                        json!({"podCIDR": n.config.pod_cidr, "podCIDRs": [n.config.pod_cidr]});
+                }
+                Some(api.patch(name, &Patch::Merge(patch)).await?)
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        api.get_opt(name).await?
+    };
+    let Some(existing) = existing else {
+        return Ok(false);
+    };
+    *n.uid.lock().unwrap_or_else(|e| e.into_inner()) = existing.metadata.uid.clone();
+    let status = serde_json::to_value(node::status(&n.config, &k.capacity, &k.machine, n.since))?;
+    api.patch_status(name, &Patch::Strategic(json!({ "status": status })))
+        .await?;
+    Ok(true)
+}
+
+/// Post the conditions with a fresh heartbeat time.
+async fn post_conditions(k: &Kubelet, n: &NodeState) -> Result<(), tinykube_client::ClientError> {
+    let _permit = k.writes.acquire().await;
+    let api: Api<Node> = Api::all(k.client.clone());
+    let conditions = serde_json::to_value(node::conditions(n.since))?;
+    api.patch_status(
+        &n.config.name,
+        &Patch::Strategic(json!({"status": {"conditions": conditions}})),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Renew the node's Lease: an update of the cached copy; on a conflict or a missing lease,
+/// read or create it again.
+async fn renew_lease(k: &Kubelet, n: &NodeState) {
+    let _permit = k.writes.acquire().await;
+    let api: Api<Lease> = Api::namespaced(k.client.clone(), LEASE_NAMESPACE);
+    let name = &n.config.name;
+    let cached = n.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let now = crate::now();
+    let result = match cached {
+        Some(mut lease) => {
+            if let Some(spec) = lease.spec.as_mut() {
+                spec.renew_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+                    now,
+                ));
+                spec.holder_identity = Some(name.clone());
+                spec.lease_duration_seconds = Some(k.config.node_lease_duration_seconds);
+            }
+            api.replace(name, &lease).await
+        }
+        None => match api.get_opt(name).await {
+            Ok(Some(mut lease)) => {
+                let fresh = node::lease(
+                    name,
+                    n.uid().as_deref(),
+                    k.config.node_lease_duration_seconds,
+                    now,
+                );
+                lease.spec = fresh.spec;
+                if lease.metadata.owner_references.is_none() {
+                    lease.metadata.owner_references = fresh.metadata.owner_references;
+                }
+                api.replace(name, &lease).await
+            }
+            Ok(None) => {
+                api.create(&node::lease(
+                    name,
+                    n.uid().as_deref(),
+                    k.config.node_lease_duration_seconds,
+                    now,
+                ))
+                .await
+            }
+            Err(e) => Err(e),
+        },
+    };
+    match result {
+        Ok(lease) => *n.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease),
+        Err(e) => tracing::warn!(node = %name, error = %e, "renewing the node lease failed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    #[test]
+    fn slots_cover_every_node_once_per_period() {
+        for n in [1usize, 3, 20, 50, 1000] {
+            let mut seen = vec![0; n];
+            for tick in 0..SLOTS as u64 {
+                for i in slot_members(n, tick) {
+                    seen[i] += 1;
+                }
+            }
+            assert!(seen.iter().all(|&c| c == 1), "n={n}");
+        }
+        // A period's ticks split 1000 nodes into even batches of 50.
+        assert_eq!(slot_members(1000, 7).count(), 50);
+    }
+
+    #[test]
+    fn leases_renew_every_quarter_of_their_duration() {
+        for (secs, want) in [(40, 10_000), (4, 1_000), (0, 250)] {
+            assert_eq!(lease_period(secs), Duration::from_millis(want));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn staggered_calls_each_node_once_per_period() {
+        let calls = Arc::new(Mutex::new(vec![0usize; 45]));
+        let batches = Arc::new(AtomicUsize::new(0));
+        let stop = CancellationToken::new();
+        let (c, b) = (calls.clone(), batches.clone());
+        let task = tokio::spawn(staggered(
+            45,
+            Duration::from_secs(10),
+            stop.clone(),
+            move |due| {
+                b.fetch_add(1, Ordering::SeqCst);
+                for i in due {
+                    c.lock().unwrap()[i] += 1;
+                }
+                async {}
+            },
+        ));
+        // Three whole periods (the first tick fires at once).
+        tokio::time::sleep(Duration::from_millis(29_999)).await;
+        stop.cancel();
+        task.await.unwrap();
+        assert!(calls.lock().unwrap().iter().all(|&c| c == 3));
+        assert_eq!(batches.load(Ordering::SeqCst), 3 * SLOTS);
+    }
+}

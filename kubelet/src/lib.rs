@@ -1,0 +1,293 @@
+//! tinykube-kubelet: a fake kubelet. It registers one node (or, with `--simulate-nodes`, many),
+//! keeps their Leases and conditions fresh, takes the pods bound to them through their
+//! lifecycle without running containers, and runs static pods from manifest files or a URL
+//! with their mirror pods.
+//!
+//! One entry, [`run`]. Every simulated node shares one pod informer, one heartbeat timer, one
+//! static-pod timer and one HTTP endpoint, so a thousand nodes cost little.
+
+pub mod admission;
+pub mod hash;
+pub mod heartbeat;
+pub mod ipam;
+pub mod lifecycle;
+pub mod node;
+pub mod pods;
+pub mod server;
+pub mod static_pods;
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use k8s_openapi::jiff::Timestamp;
+use tinykube_client::events::{EventType, Recorder};
+use tinykube_client::reflector::{Informer, Store};
+use tinykube_client::{Api, Client, ListParams};
+use tokio_util::sync::CancellationToken;
+
+pub use tinykube_client::now;
+pub(crate) use tinykube_client::reflector::key_of as reflector_key;
+
+use crate::admission::Requests;
+use crate::lifecycle::{Facts, Stage};
+use crate::node::{Capacity, Machine, NodeConfig};
+
+/// Settings of one kubelet process.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub client: tinykube_client::Config,
+    /// The nodes this process plays (one, or N with `--simulate-nodes`).
+    pub nodes: Vec<NodeConfig>,
+    pub capacity: Capacity,
+    /// Create the Node objects (`--register-node`); otherwise wait for them to exist.
+    pub register_node: bool,
+    pub file_check_frequency: Duration,
+    pub manifest_url: Option<String>,
+    pub http_check_frequency: Duration,
+    /// How often conditions are checked (`--node-status-update-frequency`).
+    pub node_status_update_frequency: Duration,
+    /// How often unchanged conditions are posted anyway (upstream: 5 min, or the update
+    /// frequency when that flag was given).
+    pub node_status_report_frequency: Duration,
+    /// `leaseDurationSeconds` of the node Leases (upstream's nodeLeaseDurationSeconds, 40);
+    /// they are renewed every quarter of it.
+    pub node_lease_duration_seconds: i32,
+    /// Where `/healthz` and `/pods` are served (`None`: not served).
+    pub serve_addr: Option<SocketAddr>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KubeletError {
+    #[error("connecting to the API server: {0}")]
+    Client(#[from] tinykube_client::ClientError),
+    #[error("serving /healthz and /pods on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no node to run: --simulate-nodes must be at least 1")]
+    NoNodes,
+}
+
+/// A pod this kubelet runs (bound through the API, or static).
+#[derive(Debug, Clone)]
+pub(crate) struct PodRecord {
+    pub stage: Stage,
+    pub requests: Requests,
+    pub facts: Facts,
+    /// The pod's own IP came from the node's range (not hostNetwork).
+    pub owns_ip: bool,
+    /// A static pod (from a manifest), not an API pod.
+    pub is_static: bool,
+}
+
+/// What one node knows about its pods.
+pub(crate) struct NodeLocal {
+    pub ips: ipam::PodIps,
+    /// Pods by UID (static pods under their generated UID).
+    pub pods: HashMap<String, PodRecord>,
+    /// Static pods by `namespace/name`.
+    pub statics: std::collections::BTreeMap<String, static_pods::Running>,
+}
+
+impl NodeLocal {
+    /// Requests and count of the pods holding resources.
+    pub fn usage(&self) -> (Requests, i64) {
+        let mut used = Requests::default();
+        let mut n = 0;
+        for r in self.pods.values().filter(|r| r.stage.holds_resources()) {
+            used += r.requests;
+            n += 1;
+        }
+        (used, n)
+    }
+
+    /// Forget a pod and give back its IP.
+    pub fn forget(&mut self, uid: &str) -> Option<PodRecord> {
+        let r = self.pods.remove(uid)?;
+        if r.owns_ip {
+            self.ips.release(&r.facts.pod_ip);
+        }
+        Some(r)
+    }
+}
+
+/// One simulated node.
+pub(crate) struct NodeState {
+    pub config: NodeConfig,
+    pub uid: Mutex<Option<String>>,
+    pub since: Timestamp,
+    pub lease: Mutex<Option<Lease>>,
+    pub local: Mutex<NodeLocal>,
+}
+
+impl NodeState {
+    pub fn local(&self) -> std::sync::MutexGuard<'_, NodeLocal> {
+        self.local.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn uid(&self) -> Option<String> {
+        self.uid.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The node as the kubelet's events name it (upstream uses the node name as its UID).
+    pub fn reference(&self) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some(self.config.name.clone()),
+            uid: Some(self.config.name.clone()),
+            ..Default::default()
+        }
+    }
+}
+
+/// Shared state of a running kubelet process.
+pub(crate) struct Kubelet {
+    pub client: Client,
+    pub capacity: Capacity,
+    pub machine: Machine,
+    pub nodes: Vec<Arc<NodeState>>,
+    pub by_name: HashMap<String, usize>,
+    pub pods: Store<Pod>,
+    pub recorder: Recorder,
+    /// Bounds concurrent writes to the API server.
+    pub writes: tokio::sync::Semaphore,
+    pub config: Config,
+    /// UIDs of pods whose grace-0 delete is under way.
+    pub finalizing: Mutex<HashSet<String>>,
+    /// Pokes the static pod loop (a mirror pod went away).
+    pub wake_static: tokio::sync::Notify,
+}
+
+impl Kubelet {
+    pub fn finalizing(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.finalizing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Arc<NodeState>> {
+        self.by_name.get(name).map(|&i| &self.nodes[i])
+    }
+
+    /// Record an event about one of our nodes (best effort).
+    pub async fn node_event(&self, node: &NodeState, kind: EventType, reason: &str, msg: &str) {
+        let mut reference = node.reference();
+        reference.namespace = Some("default".into());
+        if let Err(e) = self.recorder.record(&reference, kind, reason, msg).await {
+            tracing::debug!(error = %e, reason, "could not record node event");
+        }
+    }
+
+    /// Record an event about a pod (best effort).
+    pub async fn pod_event(&self, pod: &Pod, kind: EventType, reason: &str, msg: &str) {
+        let reference = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: pod.metadata.name.clone(),
+            namespace: pod.metadata.namespace.clone(),
+            uid: pod.metadata.uid.clone(),
+            resource_version: pod.metadata.resource_version.clone(),
+            ..Default::default()
+        };
+        if let Err(e) = self.recorder.record(&reference, kind, reason, msg).await {
+            tracing::debug!(error = %e, reason, "could not record pod event");
+        }
+    }
+}
+
+/// Informer index: pods by `spec.nodeName`.
+pub(crate) const BY_NODE: &str = "node";
+
+/// The field selector of the one pod watch: this node's pods, or every bound pod when several
+/// nodes are simulated (filtered here).
+fn pod_selector(nodes: &[NodeConfig]) -> String {
+    match nodes {
+        [one] => format!("spec.nodeName={}", one.name),
+        _ => "spec.nodeName!=".into(),
+    }
+}
+
+/// Run until `shutdown` is cancelled.
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), KubeletError> {
+    if config.nodes.is_empty() {
+        return Err(KubeletError::NoNodes);
+    }
+    let client = Client::new(config.client.clone())?;
+    let informer = Informer::new(
+        Api::<Pod>::all(client.clone()),
+        ListParams::default().fields(&pod_selector(&config.nodes)),
+    )
+    .with_index(BY_NODE, |p: &Pod| {
+        p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .into_iter()
+            .collect()
+    });
+    let now = now();
+    let nodes: Vec<Arc<NodeState>> = config
+        .nodes
+        .iter()
+        .map(|n| {
+            Arc::new(NodeState {
+                config: n.clone(),
+                uid: Mutex::new(None),
+                since: now,
+                lease: Mutex::new(None),
+                local: Mutex::new(NodeLocal {
+                    ips: ipam::PodIps::new(&n.pod_cidr)
+                        .or_else(|| ipam::PodIps::new("10.244.0.0/24"))
+                        .expect("a literal CIDR parses"),
+                    pods: HashMap::new(),
+                    statics: Default::default(),
+                }),
+            })
+        })
+        .collect();
+    let by_name = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.config.name.clone(), i))
+        .collect();
+    let host = config.nodes[0].name.clone();
+    let kubelet = Arc::new(Kubelet {
+        recorder: Recorder::new(client.clone(), "kubelet", Some(&host)),
+        client,
+        capacity: config.capacity.clone(),
+        machine: Machine::detect(),
+        nodes,
+        by_name,
+        pods: informer.store(),
+        writes: tokio::sync::Semaphore::new(64),
+        config,
+        finalizing: Mutex::new(HashSet::new()),
+        wake_static: tokio::sync::Notify::new(),
+    });
+    if let Some(addr) = kubelet.config.serve_addr {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| KubeletError::Bind { addr, source })?;
+        let local = listener.local_addr().unwrap_or(addr);
+        tracing::info!(addr = %local, "serving /healthz and /pods");
+        println!("tinykube-kubelet serving /healthz and /pods on http://{local}");
+        tokio::spawn(server::serve(listener, kubelet.clone(), shutdown.clone()));
+    }
+    let notifications = informer.subscribe();
+    let informer_task = tokio::spawn(informer.run());
+    let mut tasks = vec![
+        tokio::spawn(heartbeat::run(kubelet.clone(), shutdown.clone())),
+        tokio::spawn(pods::run(kubelet.clone(), notifications, shutdown.clone())),
+        tokio::spawn(static_pods::run(kubelet.clone(), shutdown.clone())),
+    ];
+    shutdown.cancelled().await;
+    informer_task.abort();
+    for t in tasks.drain(..) {
+        let _ = tokio::time::timeout(Duration::from_secs(2), t).await;
+    }
+    Ok(())
+}

@@ -1,0 +1,530 @@
+//! The pod lifecycle as the fake kubelet plays it: a plain enum with `next()` (the allowed
+//! transitions) and `status()` (what the API shows for each stage).
+//!
+//! What the simulation covers: admission (rejected pods go `Failed`), containers that start at
+//! once and keep running (restartCount 0, no exits, no liveness failures), readiness after the
+//! longest readiness probe's `initialDelaySeconds`, completed init containers, and graceful
+//! deletion. Containers that would exit (restartPolicy Never/OnFailure with a command that ends)
+//! are not simulated: they run until the pod is deleted.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, HostIP, Pod,
+    PodCondition, PodIP, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+
+/// Where a pod is in its life on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stage {
+    /// Bound to the node, not admitted yet.
+    Pending,
+    /// Admission refused it (does not fit): phase `Failed` for good.
+    Rejected { reason: String, message: String },
+    /// Containers running; readiness probes still within their initial delay.
+    Starting,
+    /// Containers running and ready.
+    Ready,
+    /// Deletion requested: containers being stopped.
+    Terminating,
+    /// Stopped; the API object is deleted.
+    Terminated,
+}
+
+/// What happens to a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// Admission passed; containers start. Ready at once when `readiness_delay` is zero.
+    Admit {
+        readiness_delay: Duration,
+    },
+    Reject {
+        reason: String,
+        message: String,
+    },
+    /// The longest readiness `initialDelaySeconds` has passed.
+    ReadinessDelayElapsed,
+    /// The pod got a `deletionTimestamp` (or its static manifest went away).
+    DeletionRequested,
+    /// Its containers are stopped.
+    Stopped,
+}
+
+/// Facts about one pod that its status shows.
+#[derive(Debug, Clone)]
+pub struct Facts {
+    pub host_ip: String,
+    pub pod_ip: String,
+    pub started_at: Timestamp,
+    /// When the pod became ready (the Ready condition's transition time).
+    pub ready_at: Option<Timestamp>,
+}
+
+impl Facts {
+    /// Placeholder facts of a pod never started here.
+    pub fn none() -> Facts {
+        Facts {
+            host_ip: String::new(),
+            pod_ip: String::new(),
+            started_at: crate::now(),
+            ready_at: None,
+        }
+    }
+}
+
+impl Stage {
+    /// The stage after `input`, or `None` when that transition is not allowed.
+    pub fn next(&self, input: &Input) -> Option<Stage> {
+        use Stage::*;
+        match (self, input) {
+            (Pending, Input::Admit { readiness_delay }) if readiness_delay.is_zero() => Some(Ready),
+            (Pending, Input::Admit { .. }) => Some(Starting),
+            (Pending, Input::Reject { reason, message }) => Some(Rejected {
+                reason: reason.clone(),
+                message: message.clone(),
+            }),
+            (Starting, Input::ReadinessDelayElapsed) => Some(Ready),
+            (Pending | Rejected { .. } | Starting | Ready, Input::DeletionRequested) => {
+                Some(Terminating)
+            }
+            (Terminating, Input::Stopped) => Some(Terminated),
+            _ => None,
+        }
+    }
+
+    /// Whether the pod holds node resources (counts in admission).
+    pub fn holds_resources(&self) -> bool {
+        matches!(self, Stage::Starting | Stage::Ready | Stage::Terminating)
+    }
+
+    /// The pod's status in this stage; `None` while nothing is to be reported (`Terminated`).
+    pub fn status(&self, pod: &Pod, facts: &Facts) -> Option<PodStatus> {
+        let old = pod.status.clone().unwrap_or_default();
+        let mut scheduled: Vec<PodCondition> = old
+            .conditions
+            .iter()
+            .flatten()
+            .filter(|c| c.type_ == "PodScheduled")
+            .cloned()
+            .collect();
+        if scheduled.is_empty() {
+            // Static pods were never scheduled: the kubelet reports them scheduled itself.
+            scheduled.push(condition("PodScheduled", true, facts.started_at, pod));
+        }
+        let base = PodStatus {
+            qos_class: old.qos_class.clone(),
+            start_time: Some(old.start_time.clone().unwrap_or(Time(facts.started_at))),
+            observed_generation: pod.metadata.generation,
+            ..Default::default()
+        };
+        match self {
+            Stage::Terminated => None,
+            Stage::Pending => Some(PodStatus {
+                phase: Some("Pending".into()),
+                conditions: Some(scheduled),
+                host_ip: Some(facts.host_ip.clone()),
+                host_ips: Some(vec![HostIP {
+                    ip: facts.host_ip.clone(),
+                }]),
+                ..base
+            }),
+            Stage::Rejected { reason, message } => Some(PodStatus {
+                phase: Some("Failed".into()),
+                reason: Some(reason.clone()),
+                message: Some(format!("Pod was rejected: {message}")),
+                conditions: Some(scheduled),
+                ..base
+            }),
+            Stage::Starting | Stage::Ready | Stage::Terminating => {
+                let ready = *self == Stage::Ready;
+                let running = *self != Stage::Terminating;
+                Some(PodStatus {
+                    phase: Some("Running".into()),
+                    conditions: Some(conditions(pod, facts, ready, running, scheduled)),
+                    host_ip: Some(facts.host_ip.clone()),
+                    host_ips: Some(vec![HostIP {
+                        ip: facts.host_ip.clone(),
+                    }]),
+                    pod_ip: Some(facts.pod_ip.clone()),
+                    pod_ips: Some(vec![PodIP {
+                        ip: facts.pod_ip.clone(),
+                    }]),
+                    container_statuses: Some(container_statuses(pod, facts, ready, running)),
+                    init_container_statuses: init_statuses(pod, facts),
+                    ..base
+                })
+            }
+        }
+    }
+}
+
+fn condition(type_: &str, ok: bool, at: Timestamp, pod: &Pod) -> PodCondition {
+    PodCondition {
+        type_: type_.into(),
+        status: if ok { "True" } else { "False" }.into(),
+        last_transition_time: Some(Time(at)),
+        observed_generation: pod.metadata.generation,
+        ..Default::default()
+    }
+}
+
+fn container_names(pod: &Pod) -> Vec<String> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter().map(|c| c.name.clone()))
+        .collect()
+}
+
+fn conditions(
+    pod: &Pod,
+    facts: &Facts,
+    ready: bool,
+    running: bool,
+    scheduled: Vec<PodCondition>,
+) -> Vec<PodCondition> {
+    let started = facts.started_at;
+    let mut out = vec![
+        condition("PodReadyToStartContainers", running, started, pod),
+        condition("Initialized", true, started, pod),
+    ];
+    let ready_at = facts.ready_at.unwrap_or(started);
+    for kind in ["Ready", "ContainersReady"] {
+        let mut c = condition(kind, ready, ready_at, pod);
+        if !ready {
+            c.reason = Some("ContainersNotReady".into());
+            c.message = Some(format!(
+                "containers with unready status: [{}]",
+                container_names(pod).join(" ")
+            ));
+        }
+        out.push(c);
+    }
+    out.extend(scheduled.into_iter().map(|mut c| {
+        c.observed_generation = pod.metadata.generation;
+        c
+    }));
+    out
+}
+
+fn container_statuses(
+    pod: &Pod,
+    facts: &Facts,
+    ready: bool,
+    running: bool,
+) -> Vec<ContainerStatus> {
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .map(|c| {
+            let image = c.image.clone().unwrap_or_default();
+            let state = if running {
+                ContainerState {
+                    running: Some(ContainerStateRunning {
+                        started_at: Some(Time(facts.started_at)),
+                    }),
+                    ..Default::default()
+                }
+            } else {
+                ContainerState {
+                    terminated: Some(ContainerStateTerminated {
+                        exit_code: 0,
+                        reason: Some("Completed".into()),
+                        started_at: Some(Time(facts.started_at)),
+                        finished_at: Some(Time(crate::now())),
+                        container_id: Some(container_id(&uid, &c.name)),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }
+            };
+            ContainerStatus {
+                name: c.name.clone(),
+                image: normalize_image(&image),
+                image_id: image_id(&image),
+                container_id: Some(container_id(&uid, &c.name)),
+                ready,
+                started: Some(running),
+                restart_count: 0,
+                state: Some(state),
+                last_state: Some(ContainerState::default()),
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
+fn init_statuses(pod: &Pod, facts: &Facts) -> Option<Vec<ContainerStatus>> {
+    let inits = pod.spec.as_ref()?.init_containers.as_ref()?;
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    Some(
+        inits
+            .iter()
+            .map(|c| {
+                let image = c.image.clone().unwrap_or_default();
+                ContainerStatus {
+                    name: c.name.clone(),
+                    image: normalize_image(&image),
+                    image_id: image_id(&image),
+                    container_id: Some(container_id(&uid, &c.name)),
+                    ready: true,
+                    started: Some(false),
+                    restart_count: 0,
+                    state: Some(ContainerState {
+                        terminated: Some(ContainerStateTerminated {
+                            exit_code: 0,
+                            reason: Some("Completed".into()),
+                            started_at: Some(Time(facts.started_at)),
+                            finished_at: Some(Time(facts.started_at)),
+                            container_id: Some(container_id(&uid, &c.name)),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    last_state: Some(ContainerState::default()),
+                    ..Default::default()
+                }
+            })
+            .collect(),
+    )
+}
+
+/// The longest readiness probe `initialDelaySeconds` of the pod's containers.
+pub fn readiness_delay(pod: &Pod) -> Duration {
+    let secs = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .filter_map(|c| c.readiness_probe.as_ref())
+        .map(|p| p.initial_delay_seconds.unwrap_or(0).max(0) as u64)
+        .max()
+        .unwrap_or(0);
+    Duration::from_secs(secs)
+}
+
+/// `nginx:1.14.2` → `docker.io/library/nginx:1.14.2`, as containerd reports image names.
+pub fn normalize_image(image: &str) -> String {
+    let (first, _) = image.split_once('/').unwrap_or((image, ""));
+    let has_registry =
+        image.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
+    let mut full = if has_registry {
+        image.to_string()
+    } else if image.contains('/') {
+        format!("docker.io/{image}")
+    } else {
+        format!("docker.io/library/{image}")
+    };
+    let last = full.rsplit('/').next().unwrap_or("");
+    if !last.contains(':') && !last.contains('@') {
+        full.push_str(":latest");
+    }
+    full
+}
+
+/// `docker.io/library/nginx@sha256:…`: a stable digest derived from the image name.
+pub fn image_id(image: &str) -> String {
+    let full = normalize_image(image);
+    let repo = match full.rsplit_once(':') {
+        Some((r, tag)) if !tag.contains('/') => r.to_string(),
+        _ => full.clone(),
+    };
+    let repo = repo.split('@').next().unwrap_or("").to_string();
+    format!("{repo}@sha256:{}", crate::hash::hex(&[full.as_bytes()], 4))
+}
+
+fn container_id(pod_uid: &str, name: &str) -> String {
+    format!(
+        "containerd://{}",
+        crate::hash::hex(&[pod_uid.as_bytes(), name.as_bytes()], 4)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(spec: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "u1", "generation": 1},
+            "spec": spec,
+            "status": {"phase": "Pending", "qosClass": "BestEffort",
+                       "conditions": [{"type": "PodScheduled", "status": "True"}]}
+        }))
+        .unwrap()
+    }
+
+    fn facts() -> Facts {
+        Facts {
+            host_ip: "192.168.10.10".into(),
+            pod_ip: "10.244.1.2".into(),
+            started_at: Timestamp::UNIX_EPOCH,
+            ready_at: None,
+        }
+    }
+
+    #[test]
+    fn walks_every_allowed_transition() {
+        use Stage::*;
+        let admit0 = Input::Admit {
+            readiness_delay: Duration::ZERO,
+        };
+        let admit5 = Input::Admit {
+            readiness_delay: Duration::from_secs(5),
+        };
+        let reject = Input::Reject {
+            reason: "OutOfcpu".into(),
+            message: "m".into(),
+        };
+        let rejected = Rejected {
+            reason: "OutOfcpu".into(),
+            message: "m".into(),
+        };
+        let inputs = [
+            admit0.clone(),
+            admit5.clone(),
+            reject.clone(),
+            Input::ReadinessDelayElapsed,
+            Input::DeletionRequested,
+            Input::Stopped,
+        ];
+        let allowed: Vec<(Stage, &Input, Stage)> = vec![
+            (Pending, &admit0, Ready),
+            (Pending, &admit5, Starting),
+            (Pending, &reject, rejected.clone()),
+            (Pending, &Input::DeletionRequested, Terminating),
+            (rejected.clone(), &Input::DeletionRequested, Terminating),
+            (Starting, &Input::ReadinessDelayElapsed, Ready),
+            (Starting, &Input::DeletionRequested, Terminating),
+            (Ready, &Input::DeletionRequested, Terminating),
+            (Terminating, &Input::Stopped, Terminated),
+        ];
+        for stage in [
+            Pending,
+            rejected.clone(),
+            Starting,
+            Ready,
+            Terminating,
+            Terminated,
+        ] {
+            for input in &inputs {
+                let expected = allowed
+                    .iter()
+                    .find(|(s, i, _)| *s == stage && *i == input)
+                    .map(|(_, _, to)| to.clone());
+                assert_eq!(stage.next(input), expected, "{stage:?} on {input:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn status_of_each_stage() {
+        let p = pod(json!({"containers": [{"name": "nginx", "image": "nginx:1.14.2"}]}));
+        let f = facts();
+        let cases: Vec<(Stage, Option<&str>, Option<bool>)> = vec![
+            (Stage::Pending, Some("Pending"), None),
+            (Stage::Starting, Some("Running"), Some(false)),
+            (Stage::Ready, Some("Running"), Some(true)),
+            (Stage::Terminating, Some("Running"), Some(false)),
+            (Stage::Terminated, None, None),
+        ];
+        for (stage, phase, ready) in cases {
+            let st = stage.status(&p, &f);
+            assert_eq!(
+                st.as_ref().and_then(|s| s.phase.as_deref()),
+                phase,
+                "{stage:?}"
+            );
+            let got_ready = st
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .map(|c| c[0].ready);
+            assert_eq!(got_ready, ready, "{stage:?}");
+        }
+        let st = Stage::Ready.status(&p, &f).unwrap();
+        let types: Vec<&str> = st
+            .conditions
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|c| c.type_.as_str())
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "PodReadyToStartContainers",
+                "Initialized",
+                "Ready",
+                "ContainersReady",
+                "PodScheduled"
+            ]
+        );
+        assert_eq!(st.pod_ip.as_deref(), Some("10.244.1.2"));
+        assert_eq!(st.qos_class.as_deref(), Some("BestEffort"));
+        let c = &st.container_statuses.unwrap()[0];
+        assert_eq!(c.image, "docker.io/library/nginx:1.14.2");
+        assert!(c.image_id.starts_with("docker.io/library/nginx@sha256:"));
+        assert!(c
+            .container_id
+            .as_deref()
+            .unwrap()
+            .starts_with("containerd://"));
+        let starting = Stage::Starting.status(&p, &f).unwrap();
+        let ready = &starting.conditions.unwrap()[2];
+        assert_eq!(ready.reason.as_deref(), Some("ContainersNotReady"));
+        assert_eq!(
+            ready.message.as_deref(),
+            Some("containers with unready status: [nginx]")
+        );
+        let rejected = Stage::Rejected {
+            reason: "OutOfcpu".into(),
+            message:
+                "Node didn't have enough resource: cpu, requested: 5000, used: 0, capacity: 4000"
+                    .into(),
+        }
+        .status(&p, &f)
+        .unwrap();
+        assert_eq!(rejected.phase.as_deref(), Some("Failed"));
+        assert_eq!(rejected.message.as_deref(), Some("Pod was rejected: Node didn't have enough resource: cpu, requested: 5000, used: 0, capacity: 4000"));
+    }
+
+    #[test]
+    fn readiness_delay_is_the_longest_initial_delay() {
+        let cases = [
+            (json!({"containers": [{"name": "a"}]}), 0),
+            (
+                json!({"containers": [{"name": "a", "readinessProbe": {"initialDelaySeconds": 3}},
+                                       {"name": "b", "readinessProbe": {"initialDelaySeconds": 7}}]}),
+                7,
+            ),
+            (
+                json!({"containers": [{"name": "a", "readinessProbe": {"httpGet": {"port": 80}}}]}),
+                0,
+            ),
+        ];
+        for (spec, secs) in cases {
+            assert_eq!(readiness_delay(&pod(spec)), Duration::from_secs(secs));
+        }
+    }
+
+    #[test]
+    fn image_names_as_containerd_reports_them() {
+        let cases = [
+            ("nginx", "docker.io/library/nginx:latest"),
+            ("nginx:1.14.2", "docker.io/library/nginx:1.14.2"),
+            ("bitnami/redis:7", "docker.io/bitnami/redis:7"),
+            ("registry.k8s.io/pause:3.9", "registry.k8s.io/pause:3.9"),
+            ("localhost:5000/app", "localhost:5000/app:latest"),
+        ];
+        for (image, want) in cases {
+            assert_eq!(normalize_image(image), want);
+        }
+        assert!(image_id("nginx:1.14.2").starts_with("docker.io/library/nginx@sha256:"));
+        assert_eq!(
+            image_id("nginx").len(),
+            "docker.io/library/nginx@sha256:".len() + 64
+        );
+    }
+}

@@ -1,0 +1,221 @@
+//! tinykube-kubelet: parse flags, set up logging, run the node(s) until SIGTERM/SIGINT.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use tinykube_kubelet::ipam;
+use tinykube_kubelet::node::{self, NodeConfig};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// A fake kubelet: registers its Node, keeps its Lease and conditions fresh, takes the pods bound
+/// to it to Running (no containers run) and runs static pods with their mirror pods.
+#[derive(Parser, Debug)]
+#[command(name = "tinykube-kubelet", version)]
+struct Flags {
+    /// kubeconfig of the cluster (default: $KUBECONFIG).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// API server URL; overrides the kubeconfig's server.
+    #[arg(long)]
+    master: Option<String>,
+    /// The node name [default: the host name]; with --simulate-nodes, the prefix of NAME-0…
+    #[arg(long)]
+    hostname_override: Option<String>,
+    /// Create the Node object; with false, wait for someone else to create it.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    register_node: bool,
+    /// Labels added at registration: key=value,...
+    #[arg(long, default_value = "")]
+    node_labels: String,
+    /// Taints added at registration: key=value:Effect,...
+    #[arg(long, default_value = "")]
+    register_with_taints: String,
+    /// Capacity (and allocatable) of the node.
+    #[arg(long, default_value = "cpu=4,memory=8Gi,pods=110")]
+    capacity: String,
+    /// Directory (or file) of static pod manifests. With --simulate-nodes, `{node}` in the path
+    /// is replaced by each node's name; without it every node runs the same manifests.
+    #[arg(long)]
+    pod_manifest_path: Option<String>,
+    /// How often the manifest directory is re-read in full (it is also watched for changes).
+    #[arg(long, default_value = "20s", value_parser = go_duration)]
+    file_check_frequency: Duration,
+    /// URL of a Pod or PodList manifest run as static pods.
+    #[arg(long)]
+    manifest_url: Option<String>,
+    /// How often --manifest-url is fetched.
+    #[arg(long, default_value = "20s", value_parser = go_duration)]
+    http_check_frequency: Duration,
+    /// How often node conditions are checked; when given, they are also posted that often
+    /// (otherwise every 5m or on change, as upstream).
+    #[arg(long, value_parser = go_duration)]
+    node_status_update_frequency: Option<Duration>,
+    /// Run N nodes in this process, named NAME-0 … NAME-(N-1), sharing watches and timers.
+    #[arg(long)]
+    simulate_nodes: Option<u32>,
+    /// The node's InternalIP [default: derived from the name]; with --simulate-nodes, the first
+    /// node's, the others counting up from it.
+    #[arg(long)]
+    node_ip: Option<Ipv4Addr>,
+    /// The node's podCIDR [default: derived from the name]; with --simulate-nodes, the first
+    /// node's /24, the others the following /24s.
+    #[arg(long)]
+    pod_cidr: Option<String>,
+    /// leaseDurationSeconds of the node Lease (renewed every quarter of it); shorten for demos.
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(i32).range(1..))]
+    node_lease_duration_seconds: i32,
+    /// Address of the read-only endpoint (/healthz, /pods).
+    #[arg(long, default_value = "127.0.0.1")]
+    address: IpAddr,
+    /// Port of the read-only endpoint; 0 picks a free port and prints it.
+    #[arg(long, default_value_t = 10255)]
+    read_only_port: u16,
+    /// Log format on stderr.
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+}
+
+fn go_duration(s: &str) -> Result<Duration, String> {
+    tinykube_proto::duration::parse(s).map_err(|e| e.to_string())
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn fail(message: String) -> ! {
+    eprintln!("tinykube-kubelet: {message}");
+    std::process::exit(2);
+}
+
+/// The nodes this process plays.
+fn nodes(flags: &Flags) -> Result<Vec<NodeConfig>, String> {
+    let base = flags
+        .hostname_override
+        .clone()
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+        .to_lowercase();
+    let labels = node::parse_labels(&flags.node_labels).map_err(|e| e.to_string())?;
+    let taints = node::parse_taints(&flags.register_with_taints).map_err(|e| e.to_string())?;
+    let cidr_base: Option<Ipv4Addr> = match &flags.pod_cidr {
+        Some(c) => Some(
+            c.split('/')
+                .next()
+                .and_then(|a| a.parse().ok())
+                .ok_or_else(|| {
+                    format!("invalid --pod-cidr {c:?}: want an IPv4 CIDR such as 10.244.1.0/24")
+                })?,
+        ),
+        None => None,
+    };
+    let names: Vec<String> = match flags.simulate_nodes {
+        None => vec![base.clone()],
+        Some(0) => return Err("--simulate-nodes must be at least 1".into()),
+        Some(n) => (0..n).map(|i| format!("{base}-{i}")).collect(),
+    };
+    Ok(names
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let i = i as u32;
+            let node_ip = match flags.node_ip {
+                Some(ip) => ipam::nth_ip(ip, i),
+                None => ipam::default_node_ip(&name),
+            };
+            let pod_cidr = match cidr_base {
+                Some(b) => ipam::pod_cidr(b, i),
+                None => {
+                    // 10.(64-127).x.0/24 from the name, clear of 10.244.0.0/16.
+                    let ip = ipam::default_node_ip(&name).octets();
+                    format!("10.{}.{}.0/24", 64 + (ip[1] & 0x3f), ip[2])
+                }
+            };
+            NodeConfig {
+                manifest_path: flags
+                    .pod_manifest_path
+                    .as_ref()
+                    .map(|p| PathBuf::from(p.replace("{node}", &name))),
+                name,
+                labels: labels.clone(),
+                taints: taints.clone(),
+                node_ip,
+                pod_cidr,
+            }
+        })
+        .collect())
+}
+
+#[tokio::main]
+async fn main() {
+    let flags = match Flags::try_parse() {
+        Ok(f) => f,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            fail(first.trim_start_matches("error: ").to_string());
+        }
+    };
+    init_tracing(flags.log_format);
+    let nodes = nodes(&flags).unwrap_or_else(|e| fail(e));
+    let capacity = node::parse_capacity(&flags.capacity).unwrap_or_else(|e| fail(e.to_string()));
+    let client =
+        tinykube_client::Config::load(flags.kubeconfig.as_deref(), flags.master.as_deref())
+            .unwrap_or_else(|e| fail(e.to_string()));
+    let config = tinykube_kubelet::Config {
+        client,
+        nodes,
+        capacity,
+        register_node: flags.register_node,
+        file_check_frequency: flags.file_check_frequency,
+        manifest_url: flags.manifest_url.clone(),
+        http_check_frequency: flags.http_check_frequency,
+        node_status_update_frequency: flags
+            .node_status_update_frequency
+            .unwrap_or(Duration::from_secs(10)),
+        node_status_report_frequency: flags
+            .node_status_update_frequency
+            .unwrap_or(Duration::from_secs(300)),
+        node_lease_duration_seconds: flags.node_lease_duration_seconds,
+        serve_addr: Some(SocketAddr::new(flags.address, flags.read_only_port)),
+    };
+    let shutdown = CancellationToken::new();
+    let signal = shutdown.clone();
+    // Installed before anything is served: a SIGTERM right after start must stop us cleanly.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = async { if let Some(t) = term.as_mut() { t.recv().await; } else { std::future::pending::<()>().await } } => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        signal.cancel();
+    });
+    if let Err(e) = tinykube_kubelet::run(config, shutdown).await {
+        tracing::error!(error = %e, "kubelet stopped");
+        eprintln!("tinykube-kubelet: {e}");
+        std::process::exit(1);
+    }
+}

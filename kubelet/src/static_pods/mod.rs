@@ -1,0 +1,454 @@
+//! Static pods and their mirror pods. One loop serves every node: each second it stats the
+//! manifest directories (re-reading on a change, and in full every `--file-check-frequency`),
+//! polls `--manifest-url` every `--http-check-frequency`, starts and stops static pods to match,
+//! and makes each node's mirror pods agree: a missing mirror is created (ownerReference to the
+//! Node, `kubernetes.io/config.mirror`), a stale one (other hash) deleted, one without a static
+//! pod deleted, and each shows its static pod's status. Static pods keep running while the API
+//! server is away; their mirrors come back when it does.
+
+pub mod source;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use serde_json::json;
+use tinykube_client::events::EventType;
+use tinykube_client::{Api, Patch};
+use tokio_util::sync::CancellationToken;
+
+use crate::lifecycle::{readiness_delay, Facts, Input, Stage};
+use crate::pods::{is_mirror, MIRROR_ANNOTATION};
+use crate::{Kubelet, NodeState, PodRecord, BY_NODE};
+use source::{Origin, StaticPod, SEEN_ANNOTATION};
+
+/// How often directories are stat'ed for changes.
+const POLL: Duration = Duration::from_secs(1);
+
+/// A static pod running on a node.
+#[derive(Debug, Clone)]
+pub struct Running {
+    /// The defaulted pod, with `config.seen` (its UID is the hash).
+    pub pod: Arc<Pod>,
+    pub hash: String,
+    /// The mirror (UID) and stage whose status was last written.
+    pub mirror_written: Option<(String, Stage)>,
+}
+
+/// Per-node state of the file source.
+#[derive(Default)]
+struct FileSource {
+    snapshot: Option<source::Snapshot>,
+    last_read: Option<Instant>,
+    pods: Vec<StaticPod>,
+    /// Broken files already reported (path, mtime, size).
+    reported: HashSet<(PathBuf, SystemTime, u64)>,
+}
+
+/// Run until `shutdown`.
+pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
+    let mut files: HashMap<usize, FileSource> = HashMap::new();
+    let mut http_pods: Option<Vec<(serde_json::Value, Pod)>> = None;
+    let mut http_due = Instant::now();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .ok();
+    let mut ticker = tokio::time::interval(POLL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => {}
+            _ = k.wake_static.notified() => {}
+        }
+        let now = Instant::now();
+        if let (Some(url), Some(client)) = (k.config.manifest_url.as_deref(), http.as_ref()) {
+            if now >= http_due {
+                http_due = now + k.config.http_check_frequency;
+                match source::fetch(client, url).await {
+                    Ok(pods) => http_pods = Some(pods),
+                    Err(e) => tracing::warn!(url, error = %e, "could not process manifest URL"),
+                }
+            }
+        }
+        let mut scans: HashMap<PathBuf, Option<source::Snapshot>> = HashMap::new();
+        let mut broken = Vec::new();
+        for (i, n) in k.nodes.iter().enumerate() {
+            let mut desired = Vec::new();
+            if let Some(path) = n.config.manifest_path.as_ref() {
+                let scan = scans
+                    .entry(path.clone())
+                    .or_insert_with(|| source::scan(path).ok())
+                    .clone();
+                let fs = files.entry(i).or_default();
+                poll_files(
+                    fs,
+                    scan,
+                    &n.config.name,
+                    k.config.file_check_frequency,
+                    now,
+                    &mut broken,
+                    i,
+                );
+                desired.extend(fs.pods.iter().cloned());
+            }
+            if let (Some(pods), Some(url)) = (&http_pods, k.config.manifest_url.as_deref()) {
+                for (raw, pod) in pods {
+                    match source::prepare(raw, pod.clone(), &n.config.name, Origin::Url(url)) {
+                        Ok(s) => desired.push(s),
+                        Err(e) => tracing::warn!(url, error = %e, "could not process manifest URL"),
+                    }
+                }
+            }
+            apply(n, desired);
+        }
+        for (i, path, err) in broken {
+            let msg = format!(
+                "Could not process manifest file {:?}: {err}",
+                path.display().to_string()
+            );
+            tracing::error!(node = %k.nodes[i].config.name, path = %path.display(), error = %err, "could not process manifest file");
+            k.node_event(
+                &k.nodes[i],
+                EventType::Warning,
+                "FailedToLoadStaticPod",
+                &msg,
+            )
+            .await;
+        }
+        if k.pods.ready() {
+            sync_all_mirrors(&k).await;
+        }
+    }
+}
+
+/// Update one node's file pods if the directory changed or a full re-read is due.
+fn poll_files(
+    fs: &mut FileSource,
+    scan: Option<source::Snapshot>,
+    node: &str,
+    every: Duration,
+    now: Instant,
+    broken: &mut Vec<(usize, PathBuf, source::ManifestError)>,
+    index: usize,
+) {
+    // An unreadable path changes nothing (the pods keep running), as upstream.
+    let Some(scan) = scan else { return };
+    let due = fs.last_read.is_none_or(|t| now.duration_since(t) >= every);
+    if !due && fs.snapshot.as_ref() == Some(&scan) {
+        return;
+    }
+    let mut pods = Vec::new();
+    for (path, (mtime, len)) in &scan {
+        match source::read_file(path, node) {
+            Ok(p) => pods.extend(p),
+            Err(e) => {
+                if fs.reported.insert((path.clone(), *mtime, *len)) {
+                    broken.push((index, path.clone(), e));
+                }
+            }
+        }
+    }
+    fs.reported
+        .retain(|(p, m, l)| scan.get(p) == Some(&(*m, *l)));
+    fs.snapshot = Some(scan);
+    fs.last_read = Some(now);
+    fs.pods = pods;
+}
+
+/// Start, replace and stop a node's static pods to match `desired`.
+fn apply(n: &NodeState, desired: Vec<StaticPod>) {
+    let mut local = n.local();
+    let wanted: BTreeMap<String, StaticPod> = desired
+        .into_iter()
+        .map(|s| (crate::reflector_key(&s.pod), s))
+        .collect();
+    let stale: Vec<String> = local
+        .statics
+        .iter()
+        .filter(|(key, r)| wanted.get(*key).is_none_or(|s| s.hash != r.hash))
+        .map(|(key, _)| key.clone())
+        .collect();
+    for key in stale {
+        if let Some(r) = local.statics.remove(&key) {
+            tracing::info!(pod = %key, "static pod stopped");
+            local.forget(&r.hash);
+        }
+    }
+    let now = crate::now();
+    for (key, s) in wanted {
+        if local.statics.contains_key(&key) {
+            continue;
+        }
+        let mut pod = s.pod;
+        pod.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(SEEN_ANNOTATION.into(), now.to_string());
+        let delay = readiness_delay(&pod);
+        let host_network = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false);
+        let node_ip = n.config.node_ip.to_string();
+        let pod_ip = if host_network {
+            None
+        } else {
+            local.ips.allocate()
+        };
+        let stage = Stage::Pending
+            .next(&Input::Admit {
+                readiness_delay: delay,
+            })
+            .unwrap_or(Stage::Ready);
+        local.pods.insert(
+            s.hash.clone(),
+            PodRecord {
+                stage,
+                requests: crate::admission::pod_requests(&pod),
+                owns_ip: pod_ip.is_some(),
+                facts: Facts {
+                    host_ip: node_ip.clone(),
+                    pod_ip: pod_ip.unwrap_or(node_ip),
+                    started_at: now,
+                    ready_at: delay.is_zero().then_some(now),
+                },
+                is_static: true,
+            },
+        );
+        tracing::info!(pod = %key, "static pod started");
+        local.statics.insert(
+            key,
+            Running {
+                pod: Arc::new(pod),
+                hash: s.hash,
+                mirror_written: None,
+            },
+        );
+    }
+    // Readiness after the probes' initial delay.
+    let keys: Vec<(String, String)> = local
+        .statics
+        .iter()
+        .map(|(k, r)| (k.clone(), r.hash.clone()))
+        .collect();
+    for (_, uid) in keys {
+        let delay = local
+            .statics
+            .values()
+            .find(|r| r.hash == uid)
+            .map(|r| readiness_delay(&r.pod))
+            .unwrap_or_default();
+        if let Some(rec) = local.pods.get_mut(&uid) {
+            let elapsed = now.duration_since(rec.facts.started_at);
+            let elapsed = Duration::try_from(elapsed).unwrap_or_default();
+            if rec.stage == Stage::Starting && elapsed >= delay {
+                rec.stage = Stage::Ready;
+                rec.facts.ready_at = Some(now);
+            }
+        }
+    }
+}
+
+/// One change to the API to bring a mirror in line.
+enum Action {
+    Create(Box<Pod>, String),
+    Delete {
+        name: String,
+        namespace: String,
+        uid: String,
+    },
+    Status {
+        key: String,
+        mirror: Arc<Pod>,
+        status: serde_json::Value,
+        stage: Stage,
+    },
+}
+
+/// What a node's mirrors need.
+fn plan(k: &Kubelet, n: &NodeState) -> Vec<Action> {
+    let api_pods = k.pods.by_index(BY_NODE, &n.config.name);
+    let local = n.local();
+    let mut out = Vec::new();
+    let mut by_key: HashMap<String, Arc<Pod>> = HashMap::new();
+    for p in api_pods {
+        let key = crate::reflector_key(p.as_ref());
+        if is_mirror(&p)
+            && !local.statics.contains_key(&key)
+            && p.metadata.deletion_timestamp.is_none()
+        {
+            out.push(delete_action(&p));
+        }
+        by_key.insert(key, p);
+    }
+    let node_uid = n.uid();
+    for (key, s) in &local.statics {
+        let Some(rec) = local.pods.get(&s.hash) else {
+            continue;
+        };
+        match by_key.get(key) {
+            None => {
+                if let Some(uid) = node_uid.as_deref() {
+                    out.push(Action::Create(
+                        Box::new(mirror_of(s, &n.config.name, uid)),
+                        key.clone(),
+                    ));
+                }
+            }
+            Some(p) if !is_mirror(p) => {
+                tracing::debug!(pod = %key, "an API pod holds the static pod's name; no mirror");
+            }
+            Some(p) if p.metadata.deletion_timestamp.is_some() => {}
+            Some(p) => {
+                let mirror_hash = p
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(MIRROR_ANNOTATION));
+                if mirror_hash != Some(&s.hash) {
+                    out.push(delete_action(p));
+                    continue;
+                }
+                let uid = p.metadata.uid.clone().unwrap_or_default();
+                if s.mirror_written.as_ref() != Some(&(uid, rec.stage.clone())) {
+                    if let Some(status) = rec.stage.status(&s.pod, &rec.facts) {
+                        out.push(Action::Status {
+                            key: key.clone(),
+                            mirror: p.clone(),
+                            status: serde_json::to_value(status).unwrap_or_default(),
+                            stage: rec.stage.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn delete_action(p: &Pod) -> Action {
+    Action::Delete {
+        name: p.metadata.name.clone().unwrap_or_default(),
+        namespace: p.metadata.namespace.clone().unwrap_or_default(),
+        uid: p.metadata.uid.clone().unwrap_or_default(),
+    }
+}
+
+/// The mirror pod of a static pod: its metadata and spec, `config.mirror`, owned by the Node.
+fn mirror_of(s: &Running, node: &str, node_uid: &str) -> Pod {
+    let mut m = (*s.pod).clone();
+    m.metadata.uid = None;
+    m.metadata.resource_version = None;
+    m.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(MIRROR_ANNOTATION.into(), s.hash.clone());
+    m.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+        name: node.into(),
+        uid: node_uid.into(),
+        controller: Some(true),
+        ..Default::default()
+    }]);
+    m.status = None;
+    m
+}
+
+async fn sync_all_mirrors(k: &Arc<Kubelet>) {
+    let work: Vec<(usize, Action)> = k
+        .nodes
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| plan(k, n).into_iter().map(move |a| (i, a)))
+        .collect();
+    futures::stream::iter(work)
+        .for_each_concurrent(32, |(i, action)| {
+            let k = k.clone();
+            async move { execute(&k, &k.nodes[i], action).await }
+        })
+        .await;
+}
+
+async fn execute(k: &Kubelet, n: &NodeState, action: Action) {
+    let _permit = k.writes.acquire().await;
+    match action {
+        Action::Create(pod, key) => {
+            let ns = pod.metadata.namespace.clone().unwrap_or_default();
+            let api: Api<Pod> = Api::namespaced(k.client.clone(), &ns);
+            match api.create(&pod).await {
+                Ok(created) => {
+                    tracing::info!(pod = %key, "mirror pod created");
+                    // Show the static pod's status on the new mirror at once.
+                    let status = {
+                        let local = n.local();
+                        local.statics.get(&key).and_then(|s| {
+                            let rec = local.pods.get(&s.hash)?;
+                            Some((rec.stage.status(&s.pod, &rec.facts)?, rec.stage.clone()))
+                        })
+                    };
+                    if let Some((status, stage)) = status {
+                        let name = created.metadata.name.clone().unwrap_or_default();
+                        let body =
+                            json!({"status": serde_json::to_value(status).unwrap_or_default()});
+                        if api.patch_status(&name, &Patch::Merge(body)).await.is_ok() {
+                            mark_written(n, &key, created.metadata.uid.unwrap_or_default(), stage);
+                        }
+                    }
+                }
+                Err(e) if e.is_conflict() => {}
+                Err(e) => tracing::debug!(pod = %key, error = %e, "creating the mirror pod failed"),
+            }
+        }
+        Action::Delete {
+            name,
+            namespace,
+            uid,
+        } => {
+            let api: Api<Pod> = Api::namespaced(k.client.clone(), &namespace);
+            let options = json!({"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                                 "preconditions": {"uid": uid}});
+            match api.delete(&name, Some(&options)).await {
+                Ok(_) => tracing::info!(pod = %name, "deleted a stale mirror pod"),
+                Err(e) => tracing::debug!(pod = %name, error = %e, "deleting a mirror pod failed"),
+            }
+        }
+        Action::Status {
+            key,
+            mirror,
+            status,
+            stage,
+        } => {
+            let ns = mirror.metadata.namespace.clone().unwrap_or_default();
+            let api: Api<Pod> = Api::namespaced(k.client.clone(), &ns);
+            let name = mirror.metadata.name.clone().unwrap_or_default();
+            match api
+                .patch_status(&name, &Patch::Merge(json!({ "status": status })))
+                .await
+            {
+                Ok(_) => mark_written(
+                    n,
+                    &key,
+                    mirror.metadata.uid.clone().unwrap_or_default(),
+                    stage,
+                ),
+                Err(e) => {
+                    tracing::debug!(pod = %key, error = %e, "writing the mirror pod's status failed")
+                }
+            }
+        }
+    }
+}
+
+fn mark_written(n: &NodeState, key: &str, mirror_uid: String, stage: Stage) {
+    if let Some(s) = n.local().statics.get_mut(key) {
+        s.mirror_written = Some((mirror_uid, stage));
+    }
+}

@@ -1,0 +1,308 @@
+//! The fake kubelet as a user meets it: its node registers and is Ready in `kubectl get nodes
+//! -o wide`, a pod bound to it runs with an IP, readiness waits for the probe's initial delay,
+//! admission rejects what does not fit, deletions finish, a killed kubelet stops renewing its
+//! lease, and one process can simulate fifty nodes.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tinykube_tests::{eventually, lift_not_ready_taint, table_rows, ApiServer, Kubelet};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn json(server: &ApiServer, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    serde_json::from_str(server.kubectl(&all).ok()).expect("kubectl printed JSON")
+}
+
+fn worker0(server: &ApiServer, extra: &[&str]) -> Kubelet {
+    let mut args = vec![
+        "--hostname-override",
+        "worker0",
+        "--node-ip",
+        "192.168.10.10",
+        "--pod-cidr",
+        "10.244.1.0/24",
+    ];
+    args.extend(extra);
+    Kubelet::start(server, &args).expect("kubelet starts")
+}
+
+fn ready(server: &ApiServer, node: &str) -> bool {
+    let out = server.kubectl(&["get", "node", node, "--no-headers"]);
+    out.success
+        && table_rows(&out.stdout)
+            .first()
+            .is_some_and(|r| r[1] == "Ready")
+}
+
+#[test]
+fn node_registers_and_is_ready_as_in_a_real_cluster() {
+    let server = ApiServer::start().unwrap();
+    let _kubelet = worker0(&server, &["--node-labels", "disktype=ssd"]);
+    assert!(eventually(WAIT, || ready(&server, "worker0")));
+
+    let wide = server
+        .kubectl(&["get", "nodes", "-o", "wide"])
+        .ok()
+        .to_string();
+    let rows = table_rows(&wide);
+    assert_eq!(
+        rows[0][..9],
+        [
+            "NAME",
+            "STATUS",
+            "ROLES",
+            "AGE",
+            "VERSION",
+            "INTERNAL-IP",
+            "EXTERNAL-IP",
+            "OS-IMAGE",
+            "KERNEL-VERSION"
+        ]
+    );
+    assert_eq!(rows[1][0], "worker0");
+    assert_eq!(rows[1][1], "Ready");
+    assert_eq!(rows[1][2], "<none>");
+    assert_eq!(rows[1][4], "v1.36.2");
+    assert_eq!(rows[1][5], "192.168.10.10");
+    assert!(wide.contains("tinykube://"), "{wide}");
+
+    let node = json(&server, &["get", "node", "worker0"]);
+    let labels = &node["metadata"]["labels"];
+    assert_eq!(labels["kubernetes.io/hostname"], "worker0");
+    assert_eq!(labels["kubernetes.io/os"], "linux");
+    assert_eq!(labels["disktype"], "ssd");
+    assert!(labels["kubernetes.io/arch"].is_string());
+    assert_eq!(node["spec"]["podCIDR"], "10.244.1.0/24");
+    assert_eq!(node["status"]["capacity"]["cpu"], "4");
+    assert_eq!(node["status"]["allocatable"]["memory"], "8Gi");
+    let conditions: Vec<(String, String, String)> = node["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["type"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap().to_string(),
+                c["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for want in [
+        ("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+        ("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+        ("PIDPressure", "False", "KubeletHasSufficientPID"),
+        ("Ready", "True", "KubeletReady"),
+    ] {
+        assert!(
+            conditions.contains(&(want.0.into(), want.1.into(), want.2.into())),
+            "{conditions:?}"
+        );
+    }
+    // The kubelet leaves the not-ready taint to the node lifecycle controller.
+    assert!(node["spec"]["taints"]
+        .to_string()
+        .contains("node.kubernetes.io/not-ready"));
+
+    let lease = json(
+        &server,
+        &["get", "lease", "-n", "kube-node-lease", "worker0"],
+    );
+    assert_eq!(lease["spec"]["holderIdentity"], "worker0");
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 40);
+    assert_eq!(lease["metadata"]["ownerReferences"][0]["kind"], "Node");
+}
+
+#[test]
+fn bound_pods_run_get_ready_are_rejected_when_too_big_and_finish_deleting() {
+    let server = ApiServer::start().unwrap();
+    let mut kubelet = worker0(&server, &[]);
+    assert!(eventually(WAIT, || ready(&server, "worker0")));
+    // No node lifecycle controller here: lift the not-ready taint by hand, as it would.
+    lift_not_ready_taint(&server, "worker0");
+
+    let pods = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nginx\nspec:\n  nodeName: worker0\n  containers:\n  - name: nginx\n    image: nginx:1.14.2\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: slow\nspec:\n  nodeName: worker0\n  containers:\n  - name: app\n    image: nginx\n    readinessProbe:\n      httpGet: {port: 80}\n      initialDelaySeconds: 2\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: huge\nspec:\n  nodeName: worker0\n  containers:\n  - name: app\n    image: nginx\n    resources:\n      requests: {cpu: \"5\"}\n";
+    server.kubectl_stdin(&["apply", "-f", "-"], Some(pods)).ok();
+
+    let row = |name: &str| -> Vec<String> {
+        let out = server.kubectl(&["get", "pod", name, "-o", "wide", "--no-headers"]);
+        table_rows(&out.stdout)
+            .into_iter()
+            .next()
+            .unwrap_or_default()
+    };
+    assert!(eventually(WAIT, || row("nginx")
+        .get(2)
+        .is_some_and(|s| s == "Running")));
+    let nginx = row("nginx");
+    assert_eq!(nginx[1], "1/1");
+    assert!(nginx[5].starts_with("10.244.1."), "{nginx:?}");
+    assert_eq!(nginx[6], "worker0");
+    let pod = json(&server, &["get", "pod", "nginx"]);
+    let status = &pod["status"];
+    assert_eq!(status["hostIP"], "192.168.10.10");
+    assert!(status["startTime"].is_string());
+    let c = &status["containerStatuses"][0];
+    assert_eq!(c["ready"], true);
+    assert_eq!(c["restartCount"], 0);
+    assert_eq!(c["image"], "docker.io/library/nginx:1.14.2");
+    assert!(c["state"]["running"]["startedAt"].is_string());
+    assert!(c["containerID"]
+        .as_str()
+        .unwrap()
+        .starts_with("containerd://"));
+    let types: Vec<&str> = status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["type"].as_str().unwrap())
+        .collect();
+    for t in [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "ContainersReady",
+        "Ready",
+        "PodScheduled",
+    ] {
+        assert!(types.contains(&t), "{types:?}");
+    }
+
+    // Readiness waits for the probe's initial delay.
+    assert!(eventually(WAIT, || row("slow")
+        .get(2)
+        .is_some_and(|s| s == "Running")));
+    assert_eq!(row("slow")[1], "0/1");
+    assert!(eventually(WAIT, || row("slow")
+        .get(1)
+        .is_some_and(|s| s == "1/1")));
+    assert_ne!(row("slow")[5], nginx[5], "each pod has its own IP");
+
+    // Admission: it does not fit in 4 cpus.
+    assert!(eventually(WAIT, || row("huge")
+        .get(2)
+        .is_some_and(|s| s == "OutOfcpu")));
+    let huge = json(&server, &["get", "pod", "huge"]);
+    assert_eq!(huge["status"]["phase"], "Failed");
+    assert_eq!(
+        huge["status"]["message"],
+        "Pod was rejected: Node didn't have enough resource: cpu, requested: 5000, used: 0, capacity: 4000"
+    );
+    let events = server.kubectl(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=huge",
+    ]);
+    assert!(events.ok().contains("OutOfcpu"), "{}", events.stdout);
+
+    // A restarted kubelet takes its running pods over as they are.
+    kubelet.restart().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(row("nginx")[5], nginx[5]);
+    assert_eq!(row("nginx")[2], "Running");
+
+    // Graceful deletion is finished by the kubelet: kubectl delete returns promptly.
+    let started = std::time::Instant::now();
+    server.kubectl(&["delete", "pod", "nginx", "slow"]).ok();
+    assert!(started.elapsed() < Duration::from_secs(15));
+    server.kubectl(&["get", "pod", "nginx"]).fails();
+}
+
+#[test]
+fn a_killed_kubelet_stops_renewing_its_lease() {
+    let server = ApiServer::start().unwrap();
+    let mut kubelet = worker0(&server, &["--node-lease-duration-seconds", "4"]);
+    let renew = || -> Option<String> {
+        let out = server.kubectl(&[
+            "get",
+            "lease",
+            "-n",
+            "kube-node-lease",
+            "worker0",
+            "-o",
+            "jsonpath={.spec.renewTime}",
+        ]);
+        (out.success && !out.stdout.is_empty()).then(|| out.stdout.clone())
+    };
+    assert!(eventually(WAIT, || renew().is_some()));
+    let first = renew().unwrap();
+    // Renewed every second (a quarter of 4 s).
+    assert!(eventually(WAIT, || renew().is_some_and(|r| r != first)));
+    kubelet.kill9();
+    let last = renew().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(
+        renew().unwrap(),
+        last,
+        "nobody renews the lease of a dead kubelet"
+    );
+    assert!(
+        ready(&server, "worker0"),
+        "NotReady is the node lifecycle controller's call"
+    );
+}
+
+#[test]
+fn one_process_simulates_fifty_ready_nodes() {
+    let server = ApiServer::start().unwrap();
+    let kubelet = Kubelet::start(
+        &server,
+        &["--hostname-override", "sim", "--simulate-nodes", "50"],
+    )
+    .unwrap();
+    let ready_count = || {
+        let out = server.kubectl(&["get", "nodes", "--no-headers"]);
+        table_rows(&out.stdout)
+            .iter()
+            .filter(|r| r[1] == "Ready")
+            .count()
+    };
+    assert!(eventually(WAIT, || ready_count() == 50));
+    let names = server.kubectl(&["get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"]);
+    let names: Vec<&str> = names.ok().split_whitespace().collect();
+    assert!(names.contains(&"sim-0") && names.contains(&"sim-49"));
+    let leases = server.kubectl(&["get", "lease", "-n", "kube-node-lease", "--no-headers"]);
+    assert!(
+        eventually(WAIT, || table_rows(
+            &server
+                .kubectl(&["get", "lease", "-n", "kube-node-lease", "--no-headers"])
+                .stdout
+        )
+        .len()
+            == 50),
+        "{}",
+        leases.stdout
+    );
+    // Pods bound to any of them start, each from its own node's podCIDR.
+    for node in ["sim-3", "sim-42"] {
+        let pod = format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: on-{node}\nspec:\n  nodeName: {node}\n  containers:\n  - name: c\n    image: nginx\n");
+        server
+            .kubectl_stdin(&["create", "-f", "-"], Some(&pod))
+            .ok();
+    }
+    let ip = |name: &str| {
+        server
+            .kubectl(&["get", "pod", name, "-o", "jsonpath={.status.podIP}"])
+            .stdout
+    };
+    assert!(eventually(WAIT, || !ip("on-sim-3").is_empty()
+        && !ip("on-sim-42").is_empty()));
+    let cidr = |node: &str| {
+        server
+            .kubectl(&["get", "node", node, "-o", "jsonpath={.spec.podCIDR}"])
+            .stdout
+    };
+    for (pod, node) in [("on-sim-3", "sim-3"), ("on-sim-42", "sim-42")] {
+        let net = cidr(node).trim_end_matches("0/24").to_string();
+        assert!(
+            ip(pod).starts_with(&net),
+            "{} not in {}",
+            ip(pod),
+            cidr(node)
+        );
+    }
+    let listed = kubelet.pods().unwrap();
+    assert_eq!(listed["items"].as_array().unwrap().len(), 2);
+}
