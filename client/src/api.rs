@@ -79,7 +79,7 @@ impl ListParams {
         self
     }
 
-    fn query(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn query(&self) -> Vec<(&'static str, String)> {
         let mut q = Vec::new();
         if let Some(s) = &self.label_selector {
             q.push(("labelSelector", s.clone()));
@@ -112,7 +112,7 @@ pub enum Patch {
 }
 
 impl Patch {
-    fn content_type(&self) -> &'static str {
+    pub(crate) fn content_type(&self) -> &'static str {
         match self {
             Patch::Merge(_) => "application/merge-patch+json",
             Patch::Json(_) => "application/json-patch+json",
@@ -120,7 +120,7 @@ impl Patch {
         }
     }
 
-    fn body(&self) -> &Value {
+    pub(crate) fn body(&self) -> &Value {
         match self {
             Patch::Merge(v) | Patch::Json(v) | Patch::Strategic(v) => v,
         }
@@ -144,7 +144,7 @@ impl<K> Clone for Api<K> {
     }
 }
 
-async fn answer<T: DeserializeOwned>(resp: reqwest::Response) -> Result<T, ClientError> {
+pub(crate) async fn answer<T: DeserializeOwned>(resp: reqwest::Response) -> Result<T, ClientError> {
     let code = resp.status();
     let bytes = resp.bytes().await?;
     if !code.is_success() {

@@ -7,6 +7,7 @@
 
 mod api;
 mod config;
+pub mod dynamic;
 mod error;
 pub mod events;
 pub mod leader;

@@ -8,6 +8,7 @@
 
 pub mod context;
 pub mod expectations;
+pub mod garbagecollector;
 pub mod registry;
 pub mod replicaset;
 pub mod util;

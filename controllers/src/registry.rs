@@ -37,7 +37,7 @@ pub const CONTROLLERS: &[Entry] = &[
     },
     Entry {
         name: "garbagecollector",
-        start: None,
+        start: Some(crate::garbagecollector::start),
     },
     Entry {
         name: "namespace",

@@ -1,0 +1,316 @@
+//! Process one object: finish an owner's `orphan` or `foregroundDeletion` finalizer, or, for a
+//! dependent, classify its owners (solid, dangling, waiting for dependents' deletion) and
+//! delete it or drop the references to owners that are gone, as upstream's attemptToDelete.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use serde_json::{json, Value};
+use tinykube_client::dynamic::{ApiResource, DynamicApi};
+use tinykube_client::{ClientError, Patch};
+
+use super::{has_finalizer, is_deleting, Collector, FOREGROUND, ORPHAN};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GcError {
+    #[error("looking up owner {kind} {name}: {source}")]
+    Owner {
+        kind: String,
+        name: String,
+        #[source]
+        source: ClientError,
+    },
+    #[error("deleting {item}: {source}")]
+    Delete {
+        item: String,
+        #[source]
+        source: ClientError,
+    },
+    #[error("updating {item}: {source}")]
+    Patch {
+        item: String,
+        #[source]
+        source: ClientError,
+    },
+}
+
+/// What an owner reference points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnerState {
+    /// Exists and is not waiting for its dependents.
+    Solid,
+    /// Gone, or replaced by an object with another uid.
+    Dangling,
+    /// Being deleted in the foreground: its dependents go first.
+    Waiting,
+    /// A kind the API does not serve: left alone.
+    Unknown,
+}
+
+/// The served resource of `apiVersion`/`kind`.
+pub fn resource_of(api_version: &str, kind: &str) -> Option<ApiResource> {
+    let (group, _) = api_version.split_once('/').unwrap_or(("", api_version));
+    let info = tinykube_proto::registry::by_kind(group, kind)?;
+    Some(ApiResource {
+        group: info.group.to_string(),
+        version: info.version.to_string(),
+        kind: info.kind.to_string(),
+        plural: info.plural.to_string(),
+        namespaced: info.namespaced,
+        verbs: info.verbs.iter().map(|v| v.to_string()).collect(),
+    })
+}
+
+fn key_in(namespace: Option<&str>, name: &str, namespaced: bool) -> String {
+    match namespace {
+        Some(ns) if namespaced && !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    }
+}
+
+impl Collector {
+    fn api(&self, kind: &str, namespace: Option<&str>) -> Option<DynamicApi> {
+        let api_version = if kind == "Pod" { "v1" } else { "apps/v1" };
+        let res = resource_of(api_version, kind)?;
+        Some(DynamicApi::new(self.ctx.client.clone(), res, namespace))
+    }
+
+    /// Process the object at `Kind|namespace/name`.
+    pub async fn process(&self, item: &str) -> Result<(), GcError> {
+        let Some((kind, key)) = item.split_once('|') else {
+            return Ok(());
+        };
+        let Some(meta) = self.store(kind).and_then(|s| s.meta(key)) else {
+            return Ok(());
+        };
+        if is_deleting(&meta) {
+            if has_finalizer(&meta, ORPHAN) {
+                return self.orphan_dependents(kind, &meta).await;
+            }
+            if has_finalizer(&meta, FOREGROUND) {
+                return self.delete_dependents_first(kind, &meta).await;
+            }
+            return Ok(());
+        }
+        let refs: Vec<OwnerReference> = meta.owner_references.clone().unwrap_or_default();
+        if refs.is_empty() {
+            return Ok(());
+        }
+        let mut solid = Vec::new();
+        let mut gone = Vec::new();
+        let mut waiting = false;
+        for r in &refs {
+            match self.owner_state(&meta, r).await? {
+                OwnerState::Solid | OwnerState::Unknown => solid.push(r.uid.clone()),
+                OwnerState::Dangling => gone.push(r.uid.clone()),
+                OwnerState::Waiting => {
+                    waiting = true;
+                    gone.push(r.uid.clone());
+                }
+            }
+        }
+        if gone.is_empty() {
+            return Ok(());
+        }
+        let namespace = meta.namespace.as_deref();
+        let name = meta.name.clone().unwrap_or_default();
+        let Some(api) = self.api(kind, namespace) else {
+            return Ok(());
+        };
+        if !solid.is_empty() {
+            // Other owners still hold it: only drop the references to the gone ones.
+            let rest: Vec<&OwnerReference> =
+                refs.iter().filter(|r| !gone.contains(&r.uid)).collect();
+            let patch = json!({"metadata": {
+                "ownerReferences": rest,
+                "uid": meta.uid,
+                "resourceVersion": meta.resource_version,
+            }});
+            return match api.patch(&name, &Patch::Merge(patch)).await {
+                Ok(_) => Ok(()),
+                Err(e) if e.is_not_found() => Ok(()),
+                Err(source) => Err(GcError::Patch {
+                    item: item.into(),
+                    source,
+                }),
+            };
+        }
+        let has_dependents = meta.uid.as_deref().is_some_and(|uid| {
+            self.stores
+                .iter()
+                .any(|(_, s)| !s.dependents_of(uid).is_empty())
+        });
+        let policy = if waiting && has_dependents {
+            "Foreground"
+        } else if has_finalizer(&meta, ORPHAN) {
+            "Orphan"
+        } else if has_finalizer(&meta, FOREGROUND) {
+            "Foreground"
+        } else {
+            "Background"
+        };
+        tracing::info!(item, policy, "deleting object whose owners are gone");
+        let options = json!({
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "propagationPolicy": policy,
+            "preconditions": {"uid": meta.uid},
+        });
+        match api.delete(&name, Some(&options)).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() || e.is_conflict() => Ok(()),
+            Err(source) => Err(GcError::Delete {
+                item: item.into(),
+                source,
+            }),
+        }
+    }
+
+    /// Where an owner reference of `dependent` points: the cache first, then the API by uid.
+    async fn owner_state(
+        &self,
+        dependent: &ObjectMeta,
+        r: &OwnerReference,
+    ) -> Result<OwnerState, GcError> {
+        let absent = self
+            .absent
+            .lock()
+            .map(|a| a.contains(&r.uid))
+            .unwrap_or(false);
+        if absent {
+            return Ok(OwnerState::Dangling);
+        }
+        let Some(res) = resource_of(&r.api_version, &r.kind) else {
+            return Ok(OwnerState::Unknown);
+        };
+        let ns = dependent.namespace.as_deref();
+        let state_of = |meta: &ObjectMeta| {
+            if meta.uid.as_deref() != Some(r.uid.as_str()) {
+                OwnerState::Dangling
+            } else if is_deleting(meta) && has_finalizer(meta, FOREGROUND) {
+                OwnerState::Waiting
+            } else {
+                OwnerState::Solid
+            }
+        };
+        if let Some(store) = self.store(&r.kind) {
+            if let Some(meta) = store.meta(&key_in(ns, &r.name, res.namespaced)) {
+                if meta.uid.as_deref() == Some(r.uid.as_str()) {
+                    return Ok(state_of(&meta));
+                }
+            }
+        }
+        // Not in the cache (or another uid there): ask the API server.
+        let api = DynamicApi::new(self.ctx.client.clone(), res, ns);
+        let fresh = api
+            .get_opt(&r.name)
+            .await
+            .map_err(|source| GcError::Owner {
+                kind: r.kind.clone(),
+                name: r.name.clone(),
+                source,
+            })?;
+        let state = match fresh {
+            None => OwnerState::Dangling,
+            Some(v) => {
+                let meta: ObjectMeta = v
+                    .get("metadata")
+                    .cloned()
+                    .and_then(|m| serde_json::from_value(m).ok())
+                    .unwrap_or_default();
+                state_of(&meta)
+            }
+        };
+        if state == OwnerState::Dangling {
+            if let Ok(mut a) = self.absent.lock() {
+                if a.len() > 10_000 {
+                    a.clear();
+                }
+                a.insert(r.uid.clone());
+            }
+        }
+        Ok(state)
+    }
+
+    /// Every cached dependent of `uid`, with its kind.
+    fn dependents(&self, uid: &str) -> Vec<(&'static str, ObjectMeta)> {
+        self.stores
+            .iter()
+            .flat_map(|(kind, s)| s.dependents_of(uid).into_iter().map(move |m| (*kind, m)))
+            .collect()
+    }
+
+    /// `orphan`: drop the owner reference from every dependent, then the finalizer.
+    async fn orphan_dependents(&self, kind: &str, owner: &ObjectMeta) -> Result<(), GcError> {
+        let uid = owner.uid.clone().unwrap_or_default();
+        for (dep_kind, dep) in self.dependents(&uid) {
+            let Some(api) = self.api(dep_kind, dep.namespace.as_deref()) else {
+                continue;
+            };
+            let name = dep.name.clone().unwrap_or_default();
+            let patch = crate::replicaset::sync::release_patch(&dep, &uid);
+            match api.patch(&name, &Patch::Merge(patch)).await {
+                Ok(_) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(source) => {
+                    return Err(GcError::Patch {
+                        item: super::item(dep_kind, &dep),
+                        source,
+                    })
+                }
+            }
+        }
+        self.remove_finalizer(kind, owner, ORPHAN).await
+    }
+
+    /// `foregroundDeletion`: delete the dependents; once none that blocks is left, drop the
+    /// finalizer so the owner goes.
+    async fn delete_dependents_first(&self, kind: &str, owner: &ObjectMeta) -> Result<(), GcError> {
+        let uid = owner.uid.clone().unwrap_or_default();
+        let dependents = self.dependents(&uid);
+        let blocking = dependents.iter().any(|(_, d)| {
+            d.owner_references
+                .iter()
+                .flatten()
+                .any(|r| r.uid == uid && r.block_owner_deletion == Some(true))
+        });
+        if !blocking {
+            return self.remove_finalizer(kind, owner, FOREGROUND).await;
+        }
+        for (dep_kind, dep) in dependents {
+            if !is_deleting(&dep) {
+                // Its owner now reads as waiting: processing the dependent deletes it.
+                self.queue.add(&super::item(dep_kind, &dep));
+            }
+        }
+        Ok(())
+    }
+
+    async fn remove_finalizer(
+        &self,
+        kind: &str,
+        meta: &ObjectMeta,
+        finalizer: &str,
+    ) -> Result<(), GcError> {
+        let Some(api) = self.api(kind, meta.namespace.as_deref()) else {
+            return Ok(());
+        };
+        let rest: Vec<&String> = meta
+            .finalizers
+            .iter()
+            .flatten()
+            .filter(|f| *f != finalizer)
+            .collect();
+        let patch = json!({"metadata": {
+            "finalizers": if rest.is_empty() { Value::Null } else { json!(rest) },
+            "resourceVersion": meta.resource_version,
+        }});
+        let name = meta.name.clone().unwrap_or_default();
+        match api.patch(&name, &Patch::Merge(patch)).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(source) => Err(GcError::Patch {
+                item: super::item(kind, meta),
+                source,
+            }),
+        }
+    }
+}
