@@ -1,0 +1,303 @@
+//! What a cluster is made of, decided before anything starts: the data directory's layout, the
+//! saved shape (so a second `tinykube up` resumes the same cluster), the nodes with their
+//! addresses, pod CIDRs, labels and taints, and the kubeconfig text.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Above this many workers, one kubelet process simulates them all (`--simulate-nodes`).
+pub const SIMULATE_ABOVE: usize = 10;
+
+/// The shape of a cluster, saved in `DATA_DIR/cluster.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shape {
+    pub workers: usize,
+    pub masters: usize,
+    pub port: u16,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape {
+            workers: 3,
+            masters: 0,
+            port: 6443,
+        }
+    }
+}
+
+impl Shape {
+    /// Flags given on this run win; the rest comes from the saved shape, then the defaults.
+    pub fn resolve(
+        saved: Option<Shape>,
+        workers: Option<usize>,
+        masters: Option<usize>,
+        port: Option<u16>,
+    ) -> Shape {
+        let base = saved.unwrap_or_default();
+        Shape {
+            workers: workers.unwrap_or(base.workers),
+            masters: masters.unwrap_or(base.masters),
+            port: port.unwrap_or(base.port),
+        }
+    }
+}
+
+/// Paths inside the data directory.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub root: PathBuf,
+}
+
+impl Layout {
+    pub fn new(root: &Path) -> Layout {
+        Layout {
+            root: root.to_path_buf(),
+        }
+    }
+    pub fn apiserver_data(&self) -> PathBuf {
+        self.root.join("apiserver")
+    }
+    pub fn logs(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+    pub fn log(&self, component: &str) -> PathBuf {
+        self.logs().join(format!("{component}.log"))
+    }
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.root.join("kubeconfig")
+    }
+    pub fn shape_file(&self) -> PathBuf {
+        self.root.join("cluster.json")
+    }
+    pub fn manifests(&self, node: &str) -> PathBuf {
+        self.root.join("nodes").join(node).join("manifests")
+    }
+}
+
+/// One node of the cluster and how its kubelet describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodePlan {
+    pub name: String,
+    pub node_ip: Ipv4Addr,
+    pub pod_cidr: String,
+    pub master: bool,
+}
+
+/// How the kubelets are run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KubeletPlan {
+    /// One process for one node.
+    Single(NodePlan),
+    /// One process simulating `count` workers `worker-0…`, addresses counting up from `first`.
+    Simulated { count: usize, first: NodePlan },
+}
+
+impl KubeletPlan {
+    /// The name of its log file (`kubelet-worker0`, `kubelet-workers`).
+    pub fn component(&self) -> String {
+        match self {
+            KubeletPlan::Single(n) => format!("kubelet-{}", n.name),
+            KubeletPlan::Simulated { .. } => "kubelet-workers".into(),
+        }
+    }
+
+    /// The node names it runs.
+    pub fn node_names(&self) -> Vec<String> {
+        match self {
+            KubeletPlan::Single(n) => vec![n.name.clone()],
+            KubeletPlan::Simulated { count, .. } => {
+                (0..*count).map(|i| format!("worker-{i}")).collect()
+            }
+        }
+    }
+
+    /// Its flags, after `--master URL`.
+    pub fn args(&self, layout: &Layout) -> Vec<String> {
+        let mut args: Vec<String> = Vec::new();
+        let node = match self {
+            KubeletPlan::Single(n) => {
+                args.extend([
+                    "--hostname-override".into(),
+                    n.name.clone(),
+                    "--pod-manifest-path".into(),
+                    layout.manifests(&n.name).display().to_string(),
+                ]);
+                n
+            }
+            KubeletPlan::Simulated { count, first } => {
+                args.extend([
+                    "--hostname-override".into(),
+                    "worker".into(),
+                    "--simulate-nodes".into(),
+                    count.to_string(),
+                    "--pod-manifest-path".into(),
+                    layout.manifests("{node}").display().to_string(),
+                ]);
+                first
+            }
+        };
+        args.extend([
+            "--node-ip".into(),
+            node.node_ip.to_string(),
+            "--pod-cidr".into(),
+            node.pod_cidr.clone(),
+            "--read-only-port".into(),
+            "0".into(),
+        ]);
+        if node.master {
+            args.extend([
+                "--node-labels".into(),
+                "node-role.kubernetes.io/master=".into(),
+                "--register-with-taints".into(),
+                "node-role.kubernetes.io/master:NoSchedule".into(),
+            ]);
+        }
+        args
+    }
+}
+
+fn add(base: Ipv4Addr, n: usize) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(base).wrapping_add(n as u32))
+}
+
+/// Workers `worker0…` (InternalIP 192.168.10.10…, podCIDR 10.244.1.0/24…) and masters
+/// `master0…` (192.168.10.5…, the podCIDRs after the workers'), as the course's cluster.
+pub fn plan(shape: &Shape) -> Vec<KubeletPlan> {
+    let worker = |i: usize, name: String| NodePlan {
+        name,
+        node_ip: add(Ipv4Addr::new(192, 168, 10, 10), i),
+        pod_cidr: format!("{}/24", add(Ipv4Addr::new(10, 244, 0, 0), (i + 1) << 8)),
+        master: false,
+    };
+    let mut out = Vec::new();
+    for j in 0..shape.masters {
+        let ip = if j < 5 {
+            add(Ipv4Addr::new(192, 168, 10, 5), j)
+        } else {
+            add(Ipv4Addr::new(192, 168, 9, 10), j)
+        };
+        out.push(KubeletPlan::Single(NodePlan {
+            name: format!("master{j}"),
+            node_ip: ip,
+            pod_cidr: format!(
+                "{}/24",
+                add(Ipv4Addr::new(10, 244, 0, 0), (shape.workers + 1 + j) << 8)
+            ),
+            master: true,
+        }));
+    }
+    if shape.workers > SIMULATE_ABOVE {
+        out.push(KubeletPlan::Simulated {
+            count: shape.workers,
+            first: worker(0, "worker-0".into()),
+        });
+    } else {
+        out.extend(
+            (0..shape.workers).map(|i| KubeletPlan::Single(worker(i, format!("worker{i}")))),
+        );
+    }
+    out
+}
+
+/// The kubeconfig users get.
+pub fn kubeconfig(server: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: {server}\n  name: tinykube\ncontexts:\n- context:\n    cluster: tinykube\n    user: admin\n  name: tinykube\ncurrent-context: tinykube\nusers:\n- name: admin\n  user: {{}}\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_then_saved_shape_then_defaults() {
+        let saved = Shape {
+            workers: 5,
+            masters: 1,
+            port: 7000,
+        };
+        let cases = [
+            (None, None, None, None, Shape::default()),
+            (Some(saved), None, None, None, saved),
+            (
+                Some(saved),
+                Some(2),
+                None,
+                Some(0),
+                Shape {
+                    workers: 2,
+                    masters: 1,
+                    port: 0,
+                },
+            ),
+            (
+                None,
+                None,
+                Some(1),
+                None,
+                Shape {
+                    workers: 3,
+                    masters: 1,
+                    port: 6443,
+                },
+            ),
+        ];
+        for (saved, w, m, p, want) in cases {
+            assert_eq!(Shape::resolve(saved, w, m, p), want);
+        }
+    }
+
+    #[test]
+    fn nodes_as_the_course_names_and_numbers_them() {
+        let layout = Layout::new(Path::new("/d"));
+        let p = plan(&Shape {
+            workers: 3,
+            masters: 1,
+            port: 0,
+        });
+        let names: Vec<Vec<String>> = p.iter().map(KubeletPlan::node_names).collect();
+        assert_eq!(names, [["master0"], ["worker0"], ["worker1"], ["worker2"]]);
+        let KubeletPlan::Single(w2) = &p[3] else {
+            panic!("single")
+        };
+        assert_eq!(
+            (w2.node_ip.to_string(), w2.pod_cidr.as_str()),
+            ("192.168.10.12".into(), "10.244.3.0/24")
+        );
+        let KubeletPlan::Single(m0) = &p[0] else {
+            panic!("single")
+        };
+        assert_eq!(
+            (m0.node_ip.to_string(), m0.pod_cidr.as_str()),
+            ("192.168.10.5".into(), "10.244.4.0/24")
+        );
+        let args = p[0].args(&layout).join(" ");
+        assert!(args.contains("--node-labels node-role.kubernetes.io/master="));
+        assert!(args.contains("--register-with-taints node-role.kubernetes.io/master:NoSchedule"));
+        assert!(args.contains("--pod-manifest-path /d/nodes/master0/manifests"));
+        assert!(!p[1].args(&layout).join(" ").contains("master"));
+
+        let big = plan(&Shape {
+            workers: 1000,
+            masters: 0,
+            port: 0,
+        });
+        assert_eq!(big.len(), 1);
+        assert_eq!(big[0].node_names().len(), 1000);
+        assert_eq!(big[0].component(), "kubelet-workers");
+        let args = big[0].args(&layout).join(" ");
+        assert!(args.contains("--simulate-nodes 1000"), "{args}");
+        assert!(args.contains("/d/nodes/{node}/manifests"), "{args}");
+    }
+
+    #[test]
+    fn kubeconfig_points_at_the_server() {
+        let text = kubeconfig("http://127.0.0.1:6443");
+        assert!(text.contains("server: http://127.0.0.1:6443\n"));
+        assert!(text.contains("current-context: tinykube\n"));
+    }
+}

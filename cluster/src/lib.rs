@@ -1,0 +1,390 @@
+//! tinykube-cluster: `tinykube up`, the launcher. It starts the API server, the scheduler, the
+//! controller manager and the kubelets as child processes found next to its own executable,
+//! waits until every node is Ready, writes the kubeconfig, prints how to use the cluster and
+//! stays in the foreground until Ctrl-C or SIGTERM, reporting any component that dies.
+//!
+//! One entry, [`run`]. [`layout`] decides names, addresses and paths; [`process`] runs children.
+
+pub mod layout;
+pub mod process;
+pub mod summary;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Node;
+use serde_json::json;
+use tinykube_client::{Api, Client, ListParams, Patch};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::layout::{Layout, Shape};
+use crate::process::{Component, Exit};
+
+/// How long the nodes may take to become Ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
+/// How long the controller manager gets to lift the not-ready taint of Ready nodes.
+const TAINT_FALLBACK: Duration = Duration::from_secs(6);
+
+/// What `tinykube up` was asked for; unset values come from the saved cluster, then defaults.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub workers: Option<usize>,
+    pub masters: Option<usize>,
+    pub port: Option<u16>,
+    /// Where the component binaries are (the launcher's own directory).
+    pub bin_dir: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("preparing the data directory {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0} not found next to tinykube: build it (cargo build --release --workspace --bins)")]
+    Missing(PathBuf),
+    #[error("starting {component}: {source}")]
+    Spawn {
+        component: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the API server did not start (is port {port} in use? try --port 0); its log ends with:\n{log}")]
+    ApiServer { port: u16, log: String },
+    #[error("{component} {how} before the cluster was ready; its log ends with:\n{log}")]
+    Died {
+        component: String,
+        how: String,
+        log: String,
+    },
+    #[error("nodes not Ready after {}s: {}", READY_TIMEOUT.as_secs(), .0.join(", "))]
+    NotReady(Vec<String>),
+    #[error("talking to the API server: {0}")]
+    Client(#[from] tinykube_client::ClientError),
+    #[error("stopped before the cluster was ready")]
+    Interrupted,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ClusterError + '_ {
+    move |source| ClusterError::DataDir {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A running cluster's processes, stopped in reverse order of start.
+struct Processes {
+    components: Vec<Component>,
+    exited: BTreeSet<String>,
+}
+
+impl Processes {
+    fn find(&self, name: &str) -> Option<&Component> {
+        self.components.iter().find(|c| c.name == name)
+    }
+
+    async fn stop(&mut self, exits: &mut mpsc::UnboundedReceiver<Exit>) {
+        let live: Vec<Component> = self
+            .components
+            .iter()
+            .rev()
+            .filter(|c| !self.exited.contains(&c.name))
+            .cloned()
+            .collect();
+        for c in &live {
+            process::signal(c.pid, "TERM");
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while live.iter().any(|c| !self.exited.contains(&c.name)) {
+            match tokio::time::timeout_at(deadline, exits.recv()).await {
+                Ok(Some(e)) => {
+                    self.exited.insert(e.name);
+                }
+                _ => break,
+            }
+        }
+        for c in live.iter().filter(|c| !self.exited.contains(&c.name)) {
+            process::signal(c.pid, "KILL");
+        }
+    }
+}
+
+fn binary(dir: &Path, name: &str) -> Result<PathBuf, ClusterError> {
+    let p = dir.join(name);
+    if p.exists() {
+        Ok(p)
+    } else {
+        Err(ClusterError::Missing(p))
+    }
+}
+
+/// Bring the cluster up and keep it running until `shutdown`.
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), ClusterError> {
+    let started = Instant::now();
+    std::fs::create_dir_all(&config.data_dir).map_err(io_err(&config.data_dir))?;
+    let root = std::fs::canonicalize(&config.data_dir).map_err(io_err(&config.data_dir))?;
+    let layout = Layout::new(&root);
+    let saved: Option<Shape> = std::fs::read(layout.shape_file())
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let resumed = saved.is_some();
+    let shape = Shape::resolve(saved, config.workers, config.masters, config.port);
+    let plans = layout::plan(&shape);
+    let node_names: Vec<String> = plans.iter().flat_map(|p| p.node_names()).collect();
+    let logs = layout.logs();
+    std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
+    for name in &node_names {
+        let dir = layout.manifests(name);
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    }
+    let shape_file = layout.shape_file();
+    std::fs::write(
+        &shape_file,
+        serde_json::to_vec_pretty(&shape).unwrap_or_default(),
+    )
+    .map_err(io_err(&shape_file))?;
+    // The kubeconfig appears only once the cluster is ready.
+    let _ = std::fs::remove_file(layout.kubeconfig());
+
+    let apiserver_bin = binary(&config.bin_dir, "tinykube-apiserver")?;
+    let kubelet_bin = binary(&config.bin_dir, "tinykube-kubelet")?;
+    let scheduler_bin = binary(&config.bin_dir, "tinykube-scheduler").ok();
+    let cm_bin = binary(&config.bin_dir, "tinykube-controller-manager").ok();
+
+    let (tx, mut exits) = mpsc::unbounded_channel();
+    let mut procs = Processes {
+        components: Vec::new(),
+        exited: BTreeSet::new(),
+    };
+    let result = async {
+        let args = vec![
+            "--listen".to_string(),
+            format!("127.0.0.1:{}", shape.port),
+            "--data-dir".into(),
+            layout.apiserver_data().display().to_string(),
+        ];
+        let log = layout.log("apiserver");
+        let (c, line) =
+            process::spawn("apiserver", &apiserver_bin, &args, &log, true, tx.clone()).await?;
+        procs.components.push(c);
+        let url = line
+            .and_then(|l| l.rsplit(' ').next().map(str::to_string))
+            .filter(|u| u.starts_with("http://"))
+            .ok_or_else(|| ClusterError::ApiServer {
+                port: shape.port,
+                log: process::tail(&log, 5),
+            })?;
+        let client = Client::new(tinykube_client::Config {
+            server: url.clone(),
+            token: None,
+        })?;
+        let master = vec!["--master".to_string(), url.clone()];
+        if let Some(bin) = &scheduler_bin {
+            let mut args = master.clone();
+            args.extend(["--secure-port".into(), "0".into()]);
+            let (c, _) = process::spawn(
+                "scheduler",
+                bin,
+                &args,
+                &layout.log("scheduler"),
+                false,
+                tx.clone(),
+            )
+            .await?;
+            procs.components.push(c);
+        }
+        if let Some(bin) = &cm_bin {
+            let log = layout.log("controller-manager");
+            let (c, _) =
+                process::spawn("controller-manager", bin, &master, &log, false, tx.clone()).await?;
+            procs.components.push(c);
+        }
+        for p in &plans {
+            let mut args = master.clone();
+            args.extend(p.args(&layout));
+            let name = p.component();
+            let (c, _) = process::spawn(
+                &name,
+                &kubelet_bin,
+                &args,
+                &layout.log(&name),
+                false,
+                tx.clone(),
+            )
+            .await?;
+            procs.components.push(c);
+        }
+        wait_ready(&client, &node_names, &mut procs, &mut exits, &shutdown).await?;
+        if cm_bin.is_none() {
+            // Without a controller manager nobody lifts the not-ready taint that the API server
+            // puts on new nodes; do what its node lifecycle controller would.
+            lift_not_ready_taints(&client, &node_names).await;
+        }
+        Ok::<String, ClusterError>(url)
+    }
+    .await;
+    let url = match result {
+        Ok(url) => url,
+        Err(e) => {
+            procs.stop(&mut exits).await;
+            return Err(e);
+        }
+    };
+    if cm_bin.is_some() {
+        // The controller manager's node lifecycle controller lifts the not-ready taint. Until
+        // tinykube's has one (it may be older than this launcher), do it after its first
+        // monitor period, so that pods schedule either way.
+        let client = Client::new(tinykube_client::Config {
+            server: url.clone(),
+            token: None,
+        })?;
+        let names = node_names.clone();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = stop.cancelled() => {}
+                _ = tokio::time::sleep(TAINT_FALLBACK) => {
+                    if lift_not_ready_taints(&client, &names).await > 0 {
+                        eprintln!("tinykube: no node lifecycle controller lifted the not-ready taint of the Ready nodes; tinykube up did");
+                    }
+                }
+            }
+        });
+    }
+    let kubeconfig = layout.kubeconfig();
+    std::fs::write(&kubeconfig, layout::kubeconfig(&url)).map_err(io_err(&kubeconfig))?;
+    let names: Vec<&str> = procs.components.iter().map(|c| c.name.as_str()).collect();
+    println!(
+        "{}",
+        summary::render(&summary::Summary {
+            elapsed: started.elapsed(),
+            resumed,
+            url: &url,
+            layout: &layout,
+            nodes: &node_names,
+            components: &names,
+            controller_manager: cm_bin.is_some(),
+        })
+    );
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            e = exits.recv() => {
+                let Some(e) = e else { break };
+                procs.exited.insert(e.name.clone());
+                if let Some(c) = procs.find(&e.name) {
+                    eprintln!(
+                        "tinykube: {} (pid {}) {}; it is not restarted. Log: {}\n  restart it by hand: {} >>{} 2>&1 &",
+                        c.name,
+                        c.pid,
+                        process::describe(e.status),
+                        c.log.display(),
+                        c.command,
+                        c.log.display()
+                    );
+                }
+            }
+        }
+    }
+    eprintln!("tinykube: stopping the cluster");
+    procs.stop(&mut exits).await;
+    Ok(())
+}
+
+/// Wait until every node in `names` reports Ready.
+async fn wait_ready(
+    client: &Client,
+    names: &[String],
+    procs: &mut Processes,
+    exits: &mut mpsc::UnboundedReceiver<Exit>,
+    shutdown: &CancellationToken,
+) -> Result<(), ClusterError> {
+    let api: Api<Node> = Api::all(client.clone());
+    let wanted: BTreeSet<&str> = names.iter().map(String::as_str).collect();
+    let deadline = Instant::now() + READY_TIMEOUT;
+    let mut missing: Vec<String> = names.to_vec();
+    while Instant::now() < deadline {
+        if shutdown.is_cancelled() {
+            return Err(ClusterError::Interrupted);
+        }
+        if let Ok(e) = exits.try_recv() {
+            let log = procs
+                .find(&e.name)
+                .map(|c| c.log.clone())
+                .unwrap_or_default();
+            procs.exited.insert(e.name.clone());
+            return Err(ClusterError::Died {
+                component: e.name,
+                how: process::describe(e.status),
+                log: process::tail(&log, 5),
+            });
+        }
+        if let Ok(list) = api.list(&ListParams::default()).await {
+            let ready: BTreeSet<String> = list
+                .items
+                .iter()
+                .filter(|n| is_ready(n))
+                .filter_map(|n| n.metadata.name.clone())
+                .filter(|n| wanted.contains(n.as_str()))
+                .collect();
+            missing = names
+                .iter()
+                .filter(|n| !ready.contains(*n))
+                .cloned()
+                .collect();
+            if missing.is_empty() {
+                return Ok(());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Err(ClusterError::NotReady(missing))
+}
+
+fn is_ready(n: &Node) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Lift the not-ready taint of the Ready nodes in `names`; returns how many were lifted.
+async fn lift_not_ready_taints(client: &Client, names: &[String]) -> usize {
+    let api: Api<Node> = Api::all(client.clone());
+    let mut lifted = 0;
+    for name in names {
+        let Ok(node) = api.get(name).await else {
+            continue;
+        };
+        if !is_ready(&node) {
+            continue;
+        }
+        let taints = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        if !taints.iter().any(|t| t.key == NOT_READY_TAINT) {
+            continue;
+        }
+        let kept: Vec<_> = taints
+            .into_iter()
+            .filter(|t| t.key != NOT_READY_TAINT)
+            .collect();
+        let patch = json!({"metadata": {"resourceVersion": node.metadata.resource_version},
+                           "spec": {"taints": kept}});
+        match api.patch(name, &Patch::Merge(patch)).await {
+            Ok(_) => lifted += 1,
+            Err(e) => {
+                tracing::warn!(node = %name, error = %e, "could not lift the not-ready taint")
+            }
+        }
+    }
+    lifted
+}
