@@ -7,6 +7,7 @@
 //! [`registry`] and then the informers they subscribed to.
 
 pub mod context;
+pub mod deployment;
 pub mod expectations;
 pub mod garbagecollector;
 pub mod registry;

@@ -29,7 +29,7 @@ pub const CONTROLLERS: &[Entry] = &[
     },
     Entry {
         name: "deployment",
-        start: None,
+        start: Some(crate::deployment::start),
     },
     Entry {
         name: "daemonset",

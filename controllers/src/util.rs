@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::Resource;
+use serde_json::{json, Value};
 
 use crate::workqueue::WorkQueue;
 
@@ -110,6 +111,30 @@ pub fn pod_from_template(
         spec: template.spec.clone(),
         status: None,
     }
+}
+
+/// A merge patch that drops the owner reference `uid` (the whole field when none is left),
+/// guarded by the pod's uid and resourceVersion.
+pub fn release_patch(meta: &ObjectMeta, uid: &str) -> Value {
+    let rest: Vec<_> = meta
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(|r| r.uid != uid)
+        .collect();
+    json!({"metadata": {
+        "ownerReferences": if rest.is_empty() { Value::Null } else { json!(rest) },
+        "uid": meta.uid,
+        "resourceVersion": meta.resource_version,
+    }})
+}
+
+/// A strategic merge patch that adds `controller` to the owner references, guarded by uid.
+pub fn adopt_patch(meta: &ObjectMeta, controller: OwnerReference) -> Value {
+    json!({"metadata": {
+        "ownerReferences": [controller],
+        "uid": meta.uid,
+    }})
 }
 
 /// `namespace/name`.

@@ -246,7 +246,7 @@ impl Collector {
                 continue;
             };
             let name = dep.name.clone().unwrap_or_default();
-            let patch = crate::replicaset::sync::release_patch(&dep, &uid);
+            let patch = crate::util::release_patch(&dep, &uid);
             match api.patch(&name, &Patch::Merge(patch)).await {
                 Ok(_) => {}
                 Err(e) if e.is_not_found() => {}

@@ -9,7 +9,6 @@ use futures::future::join_all;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use serde_json::json;
 use tinykube_client::events::EventType;
 use tinykube_client::reflector::key_of;
 use tinykube_client::{Api, ClientError, Patch};
@@ -18,8 +17,8 @@ use tinykube_proto::labels::Selector;
 use super::{ranking, Controller};
 use crate::context::BY_NAMESPACE;
 use crate::util::{
-    controller_ref, is_pod_active, is_pod_available, is_pod_ready, new_controller_ref, object_ref,
-    pod_from_template, secs,
+    adopt_patch, controller_ref, is_pod_active, is_pod_available, is_pod_ready, new_controller_ref,
+    object_ref, pod_from_template, release_patch, secs,
 };
 
 /// Upstream's burstReplicas: at most this many creates or deletes per sync.
@@ -125,10 +124,10 @@ impl Controller {
                     if can_adopt != Some(true) {
                         continue;
                     }
-                    let patch = json!({"metadata": {
-                        "ownerReferences": [new_controller_ref::<ReplicaSet>(&rs.metadata)],
-                        "uid": pod.metadata.uid,
-                    }});
+                    let patch = adopt_patch(
+                        &pod.metadata,
+                        new_controller_ref::<ReplicaSet>(&rs.metadata),
+                    );
                     match api.patch(&pod_name, &Patch::Strategic(patch)).await {
                         Ok(p) => owned.push(Arc::new(p)),
                         Err(e) if e.is_not_found() => {}
@@ -312,25 +311,6 @@ impl Controller {
             Err(e) => Err(SyncError::Status(e)),
         }
     }
-}
-
-/// A merge patch that drops the owner reference `uid` (the whole field when none is left),
-/// guarded by the pod's uid and resourceVersion.
-pub fn release_patch(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    uid: &str,
-) -> serde_json::Value {
-    let rest: Vec<_> = meta
-        .owner_references
-        .iter()
-        .flatten()
-        .filter(|r| r.uid != uid)
-        .collect();
-    json!({"metadata": {
-        "ownerReferences": if rest.is_empty() { serde_json::Value::Null } else { json!(rest) },
-        "uid": meta.uid,
-        "resourceVersion": meta.resource_version,
-    }})
 }
 
 /// The server refused because the namespace is terminating: not worth retrying.

@@ -1,0 +1,180 @@
+//! The Deployment controller: one ReplicaSet per pod template (`NAME-<pod-template-hash>`),
+//! rolled out by RollingUpdate or Recreate, with revisions, history cleanup, proportional
+//! scaling, pausing, and the Available/Progressing conditions `kubectl rollout status` reads.
+//!
+//! Wiring only: handlers turn Deployment, ReplicaSet and pod notifications into Deployment
+//! keys. [`sync`] reconciles one Deployment, [`rollout`] holds the two strategies, [`util`]
+//! the pure arithmetic.
+
+pub mod rollout;
+pub mod sync;
+pub mod util;
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::Pod;
+use tinykube_client::events::Recorder;
+use tinykube_client::reflector::{key_of, Notification, Store};
+use tinykube_proto::labels::Selector;
+
+use crate::context::{forward, Context, BY_NAMESPACE};
+use crate::util::{controller_ref, run_workers};
+use crate::workqueue::WorkQueue;
+
+/// The event source, as upstream.
+pub const COMPONENT: &str = "deployment-controller";
+
+/// Shared state of the controller.
+pub struct Controller {
+    pub ctx: Arc<Context>,
+    pub deployments: Store<Deployment>,
+    pub replicasets: Store<ReplicaSet>,
+    pub pods: Store<Pod>,
+    pub queue: WorkQueue,
+    pub recorder: Arc<Recorder>,
+}
+
+/// Subscribe to Deployments, ReplicaSets and pods and return the controller's run future.
+pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
+    let d_events = ctx.deployments.subscribe();
+    let rs_events = ctx.replicasets.subscribe();
+    let pod_events = ctx.pods.subscribe();
+    let c = Arc::new(Controller {
+        ctx: ctx.clone(),
+        deployments: ctx.deployments.store(),
+        replicasets: ctx.replicasets.store(),
+        pods: ctx.pods.store(),
+        queue: WorkQueue::new(),
+        recorder: ctx.recorder(COMPONENT),
+    });
+    let workers = ctx.options.concurrent_deployment_syncs;
+    Box::pin(async move {
+        let (Some(d_events), Some(rs_events), Some(pod_events)) = (d_events, rs_events, pod_events)
+        else {
+            tracing::error!("deployment controller started after the informers");
+            return;
+        };
+        let resync = |c: &Arc<Controller>| {
+            let c = c.clone();
+            move || c.enqueue_all()
+        };
+        let on_d = {
+            let c2 = c.clone();
+            forward(d_events, move |n| c2.on_deployment(n), resync(&c))
+        };
+        let on_rs = {
+            let c2 = c.clone();
+            forward(rs_events, move |n| c2.on_replicaset(n), resync(&c))
+        };
+        let on_pod = {
+            let c2 = c.clone();
+            forward(pod_events, move |n| c2.on_pod(n), resync(&c))
+        };
+        let run = {
+            let c = c.clone();
+            async move {
+                c.deployments.clone().wait_ready().await;
+                c.replicasets.clone().wait_ready().await;
+                c.pods.clone().wait_ready().await;
+                c.enqueue_all();
+                let s = c.clone();
+                run_workers("deployment", c.queue.clone(), workers, move |key| {
+                    let s = s.clone();
+                    async move { s.sync(&key).await }
+                })
+                .await;
+            }
+        };
+        tokio::join!(on_d, on_rs, on_pod, run);
+    })
+}
+
+impl Controller {
+    fn enqueue_all(&self) {
+        for d in self.deployments.list() {
+            self.queue.add(&key_of(d.as_ref()));
+        }
+    }
+
+    fn on_deployment(&self, n: Notification<Deployment>) {
+        match n {
+            Notification::Add(d)
+            | Notification::Update { new: d, .. }
+            | Notification::Delete(d) => self.queue.add(&key_of(d.as_ref())),
+        }
+    }
+
+    /// The Deployment a ReplicaSet's controller reference points to, if cached.
+    fn owner_of(&self, rs: &ReplicaSet) -> Option<Arc<Deployment>> {
+        let r = controller_ref(&rs.metadata)?;
+        if r.kind != "Deployment" {
+            return None;
+        }
+        let ns = rs.metadata.namespace.as_deref().unwrap_or_default();
+        let d = self.deployments.get(&format!("{ns}/{}", r.name))?;
+        (d.metadata.uid.as_deref() == Some(r.uid.as_str())).then_some(d)
+    }
+
+    /// Deployments whose selector matches an orphan ReplicaSet.
+    fn matching(&self, rs: &ReplicaSet) -> Vec<Arc<Deployment>> {
+        let ns = rs.metadata.namespace.as_deref().unwrap_or_default();
+        let labels = rs.metadata.labels.clone().unwrap_or_default();
+        self.deployments
+            .by_index(BY_NAMESPACE, ns)
+            .into_iter()
+            .filter(|d| {
+                d.spec
+                    .as_ref()
+                    .and_then(|s| Selector::from_label_selector(&s.selector).ok())
+                    .is_some_and(|sel| !sel.is_everything() && sel.matches(&labels))
+            })
+            .collect()
+    }
+
+    fn enqueue_for(&self, rs: &ReplicaSet) {
+        match self.owner_of(rs) {
+            Some(d) => self.queue.add(&key_of(d.as_ref())),
+            None if controller_ref(&rs.metadata).is_none() => {
+                for d in self.matching(rs) {
+                    self.queue.add(&key_of(d.as_ref()));
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn on_replicaset(&self, n: Notification<ReplicaSet>) {
+        match n {
+            Notification::Add(rs) | Notification::Delete(rs) => self.enqueue_for(&rs),
+            Notification::Update { old, new } => {
+                if old.metadata.resource_version == new.metadata.resource_version {
+                    return;
+                }
+                if controller_ref(&old.metadata) != controller_ref(&new.metadata) {
+                    self.enqueue_for(&old);
+                }
+                self.enqueue_for(&new);
+            }
+        }
+    }
+
+    /// A deleted pod may let a Recreate rollout proceed.
+    fn on_pod(&self, n: Notification<Pod>) {
+        let Notification::Delete(pod) = n else {
+            return;
+        };
+        let Some(r) = controller_ref(&pod.metadata) else {
+            return;
+        };
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        if let Some(rs) = self.replicasets.get(&format!("{ns}/{}", r.name)) {
+            if let Some(d) = self.owner_of(&rs) {
+                if !util::is_rolling(&d) {
+                    self.queue.add(&key_of(d.as_ref()));
+                }
+            }
+        }
+    }
+}
