@@ -112,6 +112,26 @@ impl DynamicApi {
         answer(req.send().await?).await
     }
 
+    /// Delete every object of the collection (in the namespace) with optional DeleteOptions.
+    pub async fn delete_collection(&self, options: Option<&Value>) -> Result<(), ClientError> {
+        let mut req = self.client.request(Method::DELETE, &self.collection());
+        if let Some(o) = options {
+            req = req.json(o);
+        }
+        answer::<Value>(req.send().await?).await.map(|_| ())
+    }
+
+    /// PUT `body` to a subresource (`status`, `finalize`) and return the server's answer.
+    pub async fn replace_subresource(
+        &self,
+        name: &str,
+        subresource: &str,
+        body: &Value,
+    ) -> Result<Value, ClientError> {
+        let path = format!("{}/{subresource}", self.item(name));
+        answer(self.client.request(Method::PUT, &path).json(body).send().await?).await
+    }
+
     pub async fn patch(&self, name: &str, patch: &Patch) -> Result<Value, ClientError> {
         let req = self
             .client

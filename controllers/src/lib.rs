@@ -10,6 +10,7 @@ pub mod context;
 pub mod deployment;
 pub mod expectations;
 pub mod garbagecollector;
+pub mod namespace;
 pub mod registry;
 pub mod replicaset;
 pub mod util;

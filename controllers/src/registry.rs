@@ -41,7 +41,7 @@ pub const CONTROLLERS: &[Entry] = &[
     },
     Entry {
         name: "namespace",
-        start: None,
+        start: Some(crate::namespace::start),
     },
     Entry {
         name: "nodelifecycle",

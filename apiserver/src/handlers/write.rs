@@ -379,7 +379,16 @@ pub fn apply_update(
         .and_then(Value::as_i64)
         .unwrap_or(0)
         == 0;
-    if object::is_deleting(&new) && object::finalizers(&new).is_empty() && grace_zero {
+    // A namespace is also held by its spec.finalizers (`kubernetes`, removed through
+    // `finalize`), whatever else an update (such as a status write) changes.
+    let spec_held = info.group.is_empty()
+        && info.kind == "Namespace"
+        && new
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+    if object::is_deleting(&new) && object::finalizers(&new).is_empty() && grace_zero && !spec_held
+    {
         return Ok(Change::Delete);
     }
     Ok(Change::Write(new))
