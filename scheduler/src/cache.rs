@@ -40,6 +40,9 @@ pub struct Cache {
     assumed: Mutex<HashMap<String, (String, Arc<Pod>)>>,
     /// Nominations made by this scheduler that the informer may not show yet.
     nominations: Mutex<HashMap<String, (String, Arc<Pod>)>>,
+    /// Last snapshot's NodeInfos by node name, reused while the node and its pods are the
+    /// same objects, so a cycle only re-adds up the nodes that changed.
+    memo: Mutex<HashMap<String, Arc<NodeInfo>>>,
 }
 
 impl Cache {
@@ -49,6 +52,7 @@ impl Cache {
             pods,
             assumed: Mutex::new(HashMap::new()),
             nominations: Mutex::new(HashMap::new()),
+            memo: Mutex::new(HashMap::new()),
         }
     }
 
@@ -59,6 +63,14 @@ impl Cache {
     pub fn assume(&self, key: &str, node: &str, pod: Arc<Pod>) {
         self.assumed()
             .insert(key.to_string(), (node.to_string(), pod));
+    }
+
+    /// Whether this very pod (same uid) is assumed on a node: its binding is in flight or
+    /// its result not yet seen.
+    pub fn is_assumed(&self, key: &str, pod: &Pod) -> bool {
+        self.assumed()
+            .get(key)
+            .is_some_and(|(_, p)| p.metadata.uid == pod.metadata.uid)
     }
 
     pub fn forget(&self, key: &str) {
@@ -98,7 +110,7 @@ impl Cache {
     }
 
     /// Every node with the pods on it, bound or assumed.
-    pub fn snapshot(&self) -> Vec<NodeInfo> {
+    pub fn snapshot(&self) -> Vec<Arc<NodeInfo>> {
         let mut assumed_by_node: HashMap<String, Vec<Arc<Pod>>> = HashMap::new();
         {
             let mut assumed = self.assumed();
@@ -111,6 +123,8 @@ impl Cache {
                     .push(pod.clone());
             }
         }
+        let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        let mut previous = std::mem::take(&mut *memo);
         self.nodes
             .list()
             .into_iter()
@@ -128,8 +142,20 @@ impl Cache {
                     })
                     .collect();
                 pods.extend(assumed_by_node.remove(&name).unwrap_or_default());
-                NodeInfo::new(node, pods)
+                let info = match previous.remove(&name) {
+                    Some(info) if same_objects(&info, &node, &pods) => info,
+                    _ => Arc::new(NodeInfo::new(node, pods)),
+                };
+                memo.insert(name, info.clone());
+                info
             })
             .collect()
     }
+}
+
+/// Whether `info` was built from exactly this node object and these pod objects.
+fn same_objects(info: &NodeInfo, node: &Arc<Node>, pods: &[Arc<Pod>]) -> bool {
+    Arc::ptr_eq(&info.node, node)
+        && info.pods.len() == pods.len()
+        && info.pods.iter().zip(pods).all(|(a, b)| Arc::ptr_eq(a, b))
 }

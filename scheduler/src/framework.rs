@@ -128,6 +128,9 @@ pub struct NodeInfo {
     /// cpu and memory requested with upstream's scoring defaults for pods requesting none.
     pub nonzero: (i64, i64),
     pub allocatable: Resources,
+    /// The pods with pod affinity or anti-affinity terms of their own, which are all that
+    /// InterPodAffinity needs to look at for an incoming pod without terms.
+    pub affinity_pods: Vec<Arc<Pod>>,
 }
 
 impl NodeInfo {
@@ -142,12 +145,21 @@ impl NodeInfo {
             requested.add(&r);
         }
         let allocatable = Resources::allocatable(&node);
+        let affinity_pods = pods
+            .iter()
+            .filter(|p| {
+                let affinity = p.spec.as_ref().and_then(|s| s.affinity.as_ref());
+                affinity.is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
+            })
+            .cloned()
+            .collect();
         NodeInfo {
             node,
             pods,
             requested,
             nonzero,
             allocatable,
+            affinity_pods,
         }
     }
 
@@ -155,19 +167,38 @@ impl NodeInfo {
         self.node.metadata.name.as_deref().unwrap_or("")
     }
 
-    pub fn labels(&self) -> BTreeMap<String, String> {
-        self.node.metadata.labels.clone().unwrap_or_default()
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        self.node.metadata.labels.as_ref().unwrap_or(&NONE)
     }
 }
 
 /// What plugins computed for the pod being scheduled, shared by the cycle's extension points
 /// (PreFilter writes, Filter and Score read), keyed by plugin name.
+/// CycleState key of the incoming pod's [`Resources::requested`], computed once per cycle.
+pub const POD_REQUESTS: &str = "PodRequests";
+
+/// The incoming pod's requests: from the cycle when put there, else computed.
+pub fn pod_requests<'a>(pod: &Pod, state: &'a CycleState) -> std::borrow::Cow<'a, Resources> {
+    match state.get::<Resources>(POD_REQUESTS) {
+        Some(r) => std::borrow::Cow::Borrowed(r),
+        None => std::borrow::Cow::Owned(Resources::requested(pod)),
+    }
+}
+
 #[derive(Default)]
 pub struct CycleState {
     entries: std::collections::HashMap<&'static str, Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl CycleState {
+    /// A cycle for `pod`, with what every plugin asks of it computed once.
+    pub fn for_pod(pod: &Pod) -> Self {
+        let mut state = CycleState::default();
+        state.put(POD_REQUESTS, Resources::requested(pod));
+        state
+    }
+
     pub fn put<T: std::any::Any + Send + Sync>(&mut self, key: &'static str, value: T) {
         self.entries.insert(key, Box::new(value));
     }
@@ -183,7 +214,7 @@ pub trait Plugin: Send + Sync {
     fn name(&self) -> &'static str;
 
     /// Compute what filtering needs from the whole cluster, once per pod.
-    fn pre_filter(&self, _pod: &Pod, _nodes: &[NodeInfo], _state: &mut CycleState) {}
+    fn pre_filter(&self, _pod: &Pod, _nodes: &[Arc<NodeInfo>], _state: &mut CycleState) {}
 
     /// Whether `pod` may run on `node`.
     fn filter(&self, _pod: &Pod, _node: &NodeInfo, _state: &CycleState) -> Status {

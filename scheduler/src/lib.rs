@@ -66,6 +66,10 @@ pub struct Scheduler {
     pub rng: Mutex<StdRng>,
     pub host: String,
     pub metrics: metrics::Metrics,
+    /// Bounds the binding cycles in flight (each runs beside the next scheduling cycle).
+    pub binding_slots: Arc<tokio::sync::Semaphore>,
+    /// Where the next cycle's filtering starts (see [`schedule_one::feasible_nodes_to_find`]).
+    pub next_start_node: std::sync::atomic::AtomicUsize,
 }
 
 impl Scheduler {
@@ -189,6 +193,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         rng: Mutex::new(rng),
         host: config.host,
         metrics: metrics::Metrics::default(),
+        next_start_node: Default::default(),
+        binding_slots: Arc::new(tokio::sync::Semaphore::new(
+            schedule_one::MAX_BINDINGS_IN_FLIGHT,
+        )),
     });
     if let Some(addr) = config.health_addr {
         let listener = metrics::bind(addr)

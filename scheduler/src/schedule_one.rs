@@ -2,6 +2,7 @@
 //! best (ties at random, or seeded), assume, bind through pods/binding, and record the outcome
 //! as upstream does (Scheduled / FailedScheduling events, the PodScheduled condition).
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -35,7 +36,11 @@ pub fn run_filters(plugins: &[Weighted], pod: &Pod, node: &NodeInfo, state: &Cyc
 
 /// `nodes` with the pods nominated to each (after preemption) that are at least as important
 /// as `pod`, so that a less important pod does not take the room freed for them.
-fn with_nominated(sched: &Scheduler, pod: &Pod, nodes: &[NodeInfo]) -> Option<Vec<NodeInfo>> {
+fn with_nominated(
+    sched: &Scheduler,
+    pod: &Pod,
+    nodes: &[Arc<NodeInfo>],
+) -> Option<Vec<Arc<NodeInfo>>> {
     let nominated = sched.cache.nominated();
     if nominated.is_empty() {
         return None;
@@ -55,17 +60,34 @@ fn with_nominated(sched: &Scheduler, pod: &Pod, nodes: &[NodeInfo]) -> Option<Ve
         if !extra.is_empty() {
             let mut pods = info.pods.clone();
             pods.extend(extra);
-            *info = NodeInfo::new(info.node.clone(), pods);
+            *info = Arc::new(NodeInfo::new(info.node.clone(), pods));
         }
     }
     Some(out)
 }
 
+/// How many feasible nodes filtering looks for before scoring, as upstream's default
+/// percentageOfNodesToScore: every node up to 100, then an adaptive share (50% minus 1% per
+/// 125 nodes, at least 5%), never fewer than 100.
+pub fn feasible_nodes_to_find(nodes: usize) -> usize {
+    const MIN_FEASIBLE: usize = 100;
+    if nodes < MIN_FEASIBLE {
+        return nodes;
+    }
+    let percentage = 50usize.saturating_sub(nodes / 125).max(5);
+    (nodes * percentage / 100).max(MIN_FEASIBLE)
+}
+
 /// Filter and score `pod` against `nodes` with a profile's plugins.
-pub fn decide(sched: &Scheduler, plugins: &[Weighted], pod: &Pod, nodes: &[NodeInfo]) -> Decision {
+pub fn decide(
+    sched: &Scheduler,
+    plugins: &[Weighted],
+    pod: &Pod,
+    nodes: &[Arc<NodeInfo>],
+) -> Decision {
     let augmented = with_nominated(sched, pod, nodes);
     let filter_view = augmented.as_deref().unwrap_or(nodes);
-    let mut state = CycleState::default();
+    let mut state = CycleState::for_pod(pod);
     for w in plugins {
         w.plugin.pre_filter(pod, filter_view, &mut state);
     }
@@ -79,17 +101,37 @@ pub fn decide(sched: &Scheduler, plugins: &[Weighted], pod: &Pod, nodes: &[NodeI
             return Decision::Node(filter_view[i].name().to_string());
         }
     }
-    let statuses: Vec<Status> = filter_view
-        .iter()
-        .map(|node| run_filters(plugins, pod, node, &state))
-        .collect();
+    // As upstream, filtering stops once enough feasible nodes are found, and the next cycle
+    // starts where this one stopped, so every node gets its turn.
+    let total = filter_view.len();
+    let wanted = feasible_nodes_to_find(total);
+    let start = if wanted < total {
+        sched.next_start_node.load(Ordering::Relaxed) % total
+    } else {
+        0
+    };
+    let mut statuses: Vec<Option<Status>> = vec![None; total];
+    let (mut found, mut visited) = (0, 0);
+    while visited < total && found < wanted {
+        let i = (start + visited) % total;
+        let status = run_filters(plugins, pod, &filter_view[i], &state);
+        found += usize::from(status.is_success());
+        statuses[i] = Some(status);
+        visited += 1;
+    }
+    sched
+        .next_start_node
+        .store((start + visited) % total.max(1), Ordering::Relaxed);
     let feasible: Vec<&NodeInfo> = nodes
         .iter()
+        .map(|n| n.as_ref())
         .zip(&statuses)
-        .filter(|(_, s)| s.is_success())
+        .filter(|(_, s)| s.as_ref().is_some_and(Status::is_success))
         .map(|(n, _)| n)
         .collect();
     if feasible.is_empty() {
+        // Every node was visited.
+        let statuses = statuses.into_iter().flatten().collect();
         return Decision::Unschedulable(Diagnosis { statuses });
     }
     let mut totals = vec![0i64; feasible.len()];
@@ -125,6 +167,10 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
         sched.queue.remove(key);
         return;
     }
+    if sched.cache.is_assumed(key, &pod) {
+        // Its binding is in flight; it comes back through the queue only if that fails.
+        return;
+    }
     let scheduler_name = pod
         .spec
         .as_ref()
@@ -145,39 +191,18 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
     let pods: Api<Pod> = Api::namespaced(sched.client.clone(), &ns);
     match decide(sched, &profile.plugins, &pod, &nodes) {
         Decision::Node(node) => {
+            // Assume, then bind beside the next scheduling cycle, as upstream's binding cycle
+            // does: the next pod already sees this one on its node.
             sched.cache.assume(key, &node, pod.clone());
-            let binding = json!({"apiVersion": "v1", "kind": "Binding",
-                "metadata": {"name": name, "namespace": ns, "uid": pod.metadata.uid},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
-            match pods.create_subresource(&name, "binding", &binding).await {
-                Ok(_) => {
-                    sched.metrics.observe(Outcome::Scheduled, started.elapsed());
-                    sched.queue.done(key);
-                    let message = format!("Successfully assigned {ns}/{name} to {node}");
-                    tracing::info!(pod = %key, %node, "bound");
-                    sched
-                        .record(
-                            &pod,
-                            None,
-                            &scheduler_name,
-                            "Normal",
-                            "Scheduled",
-                            "Binding",
-                            &message,
-                        )
-                        .await;
-                }
-                Err(e) => {
-                    sched.metrics.observe(Outcome::Error, started.elapsed());
-                    sched.cache.forget(key);
-                    if e.is_not_found() || e.is_conflict() {
-                        sched.queue.remove(key);
-                    } else {
-                        tracing::warn!(pod = %key, error = %e, "binding failed; retrying");
-                        sched.queue.retry(key, priority(&pod));
-                    }
-                }
-            }
+            let Ok(slot) = sched.binding_slots.clone().acquire_owned().await else {
+                return;
+            };
+            let sched = sched.clone();
+            let key = key.to_string();
+            tokio::spawn(async move {
+                bind(&sched, &pod, &key, &node, &scheduler_name, started).await;
+                drop(slot);
+            });
         }
         Decision::Unschedulable(diagnosis) => {
             let fit = diagnosis.fit_error();
@@ -255,6 +280,60 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
     }
 }
 
+/// Bindings that may be in flight at once; the scheduling cycle waits when all are taken.
+pub const MAX_BINDINGS_IN_FLIGHT: usize = 64;
+
+/// The binding cycle of a pod assumed on `node`: `pods/binding`, then the `Scheduled` event;
+/// on failure the assumption is forgotten and the pod retried (or dropped if it is gone).
+async fn bind(
+    sched: &Arc<Scheduler>,
+    pod: &Pod,
+    key: &str,
+    node: &str,
+    scheduler_name: &str,
+    started: std::time::Instant,
+) {
+    let ns = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(sched.client.clone(), &ns);
+    let binding = json!({"apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": name, "namespace": ns, "uid": pod.metadata.uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
+    match pods.create_subresource(&name, "binding", &binding).await {
+        Ok(_) => {
+            sched.metrics.observe(Outcome::Scheduled, started.elapsed());
+            sched.queue.done(key);
+            let message = format!("Successfully assigned {ns}/{name} to {node}");
+            tracing::info!(pod = %key, %node, "bound");
+            sched
+                .record(
+                    pod,
+                    None,
+                    scheduler_name,
+                    "Normal",
+                    "Scheduled",
+                    "Binding",
+                    &message,
+                )
+                .await;
+        }
+        Err(e) => {
+            sched.metrics.observe(Outcome::Error, started.elapsed());
+            sched.cache.forget(key);
+            if e.is_not_found() || e.is_conflict() {
+                sched.queue.remove(key);
+            } else {
+                tracing::warn!(pod = %key, error = %e, "binding failed; retrying");
+                sched.queue.retry(key, priority(pod));
+            }
+        }
+    }
+}
+
 /// Evict the victims chosen for `preemptor` on `node`, as upstream's preemption does: mark
 /// each with the DisruptionTarget condition, delete it, and record `Preempted` on it; then take
 /// the nomination away from less important pods nominated to the same node.
@@ -318,6 +397,26 @@ async fn preempt_victims(
             {
                 tracing::warn!(pod = %name, error = %e, "could not clear the nomination");
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::feasible_nodes_to_find;
+
+    #[test]
+    fn large_clusters_filter_an_adaptive_share_of_nodes() {
+        for (nodes, want) in [
+            (0, 0),
+            (3, 3),
+            (99, 99),
+            (100, 100),
+            (1000, 420),
+            (5000, 500),
+            (20_000, 1000),
+        ] {
+            assert_eq!(feasible_nodes_to_find(nodes), want, "{nodes} nodes");
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::framework::{CycleState, NodeInfo, Plugin, Resources};
+use crate::framework::{pod_requests, CycleState, NodeInfo, Plugin};
 
 pub const NAME: &str = "NodeResourcesBalancedAllocation";
 
@@ -18,8 +18,8 @@ impl Plugin for BalancedAllocation {
         true
     }
 
-    fn score(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> i64 {
-        let want = Resources::requested(pod);
+    fn score(&self, pod: &Pod, node: &NodeInfo, state: &CycleState) -> i64 {
+        let want = pod_requests(pod, state);
         let fraction = |used: i64, have: i64| {
             if have <= 0 {
                 1.0

@@ -86,8 +86,8 @@ fn terminating_by_preemption(pod: &Pod) -> bool {
 }
 
 /// Run every filter of the profile for `pod` on `nodes[index]`, PreFilter included.
-fn fits(plugins: &[Weighted], pod: &Pod, nodes: &[NodeInfo], index: usize) -> Status {
-    let mut state = CycleState::default();
+fn fits(plugins: &[Weighted], pod: &Pod, nodes: &[Arc<NodeInfo>], index: usize) -> Status {
+    let mut state = CycleState::for_pod(pod);
     for w in plugins {
         w.plugin.pre_filter(pod, nodes, &mut state);
     }
@@ -96,7 +96,7 @@ fn fits(plugins: &[Weighted], pod: &Pod, nodes: &[NodeInfo], index: usize) -> St
 
 /// Whether the pod may preempt at all: not with `preemptionPolicy: Never`, and not while
 /// victims it already evicted on its nominated node are still terminating.
-fn eligible(pod: &Pod, nodes: &[NodeInfo], diagnosis: &Diagnosis) -> Result<(), String> {
+fn eligible(pod: &Pod, nodes: &[Arc<NodeInfo>], diagnosis: &Diagnosis) -> Result<(), String> {
     let policy = pod
         .spec
         .as_ref()
@@ -131,7 +131,7 @@ fn eligible(pod: &Pod, nodes: &[NodeInfo], diagnosis: &Diagnosis) -> Result<(), 
 pub fn select_victims(
     plugins: &[Weighted],
     pod: &Pod,
-    nodes: &[NodeInfo],
+    nodes: &[Arc<NodeInfo>],
     index: usize,
 ) -> Result<Vec<Arc<Pod>>, Status> {
     let node = &nodes[index];
@@ -144,7 +144,7 @@ pub fn select_victims(
         return Err(Status::unresolvable(NO_VICTIMS));
     }
     let mut trial = nodes.to_vec();
-    trial[index] = NodeInfo::new(node.node.clone(), kept.clone());
+    trial[index] = Arc::new(NodeInfo::new(node.node.clone(), kept.clone()));
     let status = fits(plugins, pod, &trial, index);
     if !status.is_success() {
         return Err(status);
@@ -154,7 +154,7 @@ pub fn select_victims(
     let mut victims = Vec::new();
     for p in potential {
         kept.push(p.clone());
-        trial[index] = NodeInfo::new(node.node.clone(), kept.clone());
+        trial[index] = Arc::new(NodeInfo::new(node.node.clone(), kept.clone()));
         if !fits(plugins, pod, &trial, index).is_success() {
             kept.pop();
             victims.push(p);
@@ -216,7 +216,7 @@ pub fn pick_node(candidates: &[(usize, Vec<Arc<Pod>>)]) -> Option<usize> {
 pub fn preempt(
     plugins: &[Weighted],
     pod: &Pod,
-    nodes: &[NodeInfo],
+    nodes: &[Arc<NodeInfo>],
     diagnosis: &Diagnosis,
     rng: &mut impl Rng,
 ) -> Outcome {
@@ -300,9 +300,9 @@ mod tests {
         Arc::new(p)
     }
 
-    fn with_pods(name: &str, pods: Vec<Arc<Pod>>) -> NodeInfo {
+    fn with_pods(name: &str, pods: Vec<Arc<Pod>>) -> Arc<NodeInfo> {
         let n = node(name, json!({}), json!({}));
-        NodeInfo::new(n.node, pods)
+        Arc::new(NodeInfo::new(n.node, pods))
     }
 
     fn names(v: &[Arc<Pod>]) -> Vec<String> {

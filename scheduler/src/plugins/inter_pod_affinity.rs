@@ -3,6 +3,7 @@
 //! terms (both ways) score them.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 use tinykube_proto::labels::Selector;
@@ -71,9 +72,11 @@ impl Term {
         in_namespace
             && self
                 .selector
-                .matches(&pod.metadata.labels.clone().unwrap_or_default())
+                .matches(pod.metadata.labels.as_ref().unwrap_or(&NO_LABELS))
     }
 }
+
+static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
 
 fn required(pod: &Pod, anti: bool) -> Vec<Term> {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
@@ -153,7 +156,7 @@ impl Plugin for InterPodAffinity {
         NAME
     }
 
-    fn pre_filter(&self, pod: &Pod, nodes: &[NodeInfo], state: &mut CycleState) {
+    fn pre_filter(&self, pod: &Pod, nodes: &[Arc<NodeInfo>], state: &mut CycleState) {
         let mut st = State {
             affinity: required(pod, false),
             anti: required(pod, true),
@@ -162,9 +165,19 @@ impl Plugin for InterPodAffinity {
         st.affinity_domains = vec![HashSet::new(); st.affinity.len()];
         st.anti_domains = vec![HashSet::new(); st.anti.len()];
         let (pref, pref_anti) = (preferred(pod, false), preferred(pod, true));
+        // Without terms of its own, the pod only meets the terms of pods that have some.
+        let has_terms = !(st.affinity.is_empty()
+            && st.anti.is_empty()
+            && pref.is_empty()
+            && pref_anti.is_empty());
         for node in nodes {
             let labels = node.labels();
-            for other in node.pods.iter().filter(|o| !same_pod(o, pod)) {
+            let others = if has_terms {
+                &node.pods
+            } else {
+                &node.affinity_pods
+            };
+            for other in others.iter().filter(|o| !same_pod(o, pod)) {
                 let domain = |term: &Term| {
                     labels
                         .get(&term.topology_key)
@@ -310,12 +323,15 @@ mod tests {
         .unwrap()
     }
 
-    fn with_pods(name: &str, labels: Value, pods: Vec<Pod>) -> NodeInfo {
+    fn with_pods(name: &str, labels: Value, pods: Vec<Pod>) -> Arc<NodeInfo> {
         let n = node(name, labels, json!({}));
-        NodeInfo::new(n.node, pods.into_iter().map(Arc::new).collect())
+        Arc::new(NodeInfo::new(
+            n.node,
+            pods.into_iter().map(Arc::new).collect(),
+        ))
     }
 
-    fn verdicts(p: &Pod, nodes: &[NodeInfo]) -> Vec<Status> {
+    fn verdicts(p: &Pod, nodes: &[Arc<NodeInfo>]) -> Vec<Status> {
         let mut state = CycleState::default();
         InterPodAffinity.pre_filter(p, nodes, &mut state);
         nodes

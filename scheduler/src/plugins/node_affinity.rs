@@ -91,7 +91,7 @@ impl Plugin for NodeAffinity {
     }
 
     fn filter(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> Status {
-        if required_matches(pod, &node.labels(), node.name()) {
+        if required_matches(pod, node.labels(), node.name()) {
             Status::Success
         } else {
             Status::unresolvable(REASON)
@@ -115,7 +115,7 @@ impl Plugin for NodeAffinity {
             .map(|terms| {
                 terms
                     .iter()
-                    .filter(|t| term_matches(&t.preference, &labels, node.name()))
+                    .filter(|t| term_matches(&t.preference, labels, node.name()))
                     .map(|t| i64::from(t.weight))
                     .sum()
             })

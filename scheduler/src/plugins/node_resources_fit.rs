@@ -6,7 +6,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::framework::{CycleState, NodeInfo, Plugin, Resources, Status};
+use crate::framework::{pod_requests, CycleState, NodeInfo, Plugin, Resources, Status};
 
 pub const NAME: &str = "NodeResourcesFit";
 
@@ -100,8 +100,8 @@ impl Plugin for NodeResourcesFit {
         NAME
     }
 
-    fn filter(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> Status {
-        let want = Resources::requested(pod);
+    fn filter(&self, pod: &Pod, node: &NodeInfo, state: &CycleState) -> Status {
+        let want = pod_requests(pod, state);
         let (have, used) = (&node.allocatable, &node.requested);
         let mut reasons = Vec::new();
         // A request beyond the node's whole allocatable cannot be helped by preemption.
@@ -138,8 +138,8 @@ impl Plugin for NodeResourcesFit {
 
     /// The strategy's score per weighted resource, averaged by weight. Containers without
     /// cpu or memory requests count as 100m and 200Mi, as upstream.
-    fn score(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> i64 {
-        let want = Resources::requested(pod);
+    fn score(&self, pod: &Pod, node: &NodeInfo, state: &CycleState) -> i64 {
+        let want = pod_requests(pod, state);
         let (pod_cpu, pod_mem) = nonzero(&want);
         let (mut sum, mut weights) = (0i64, 0i64);
         for (name, weight) in &self.resources {

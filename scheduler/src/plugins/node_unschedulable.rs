@@ -21,8 +21,8 @@ impl Plugin for NodeUnschedulable {
         let tolerations = pod
             .spec
             .as_ref()
-            .and_then(|s| s.tolerations.clone())
-            .unwrap_or_default();
+            .and_then(|s| s.tolerations.as_deref())
+            .unwrap_or(&[]);
         if cordoned
             && !tolerations
                 .iter()

@@ -8,6 +8,7 @@
 //! scheduler does not watch).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, TopologySpreadConstraint};
 use tinykube_proto::labels::Selector;
@@ -103,12 +104,14 @@ fn constraints(pod: &Pod) -> &[TopologySpreadConstraint] {
         .unwrap_or(&[])
 }
 
+static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+
 impl Plugin for PodTopologySpread {
     fn name(&self) -> &'static str {
         NAME
     }
 
-    fn pre_filter(&self, pod: &Pod, nodes: &[NodeInfo], state: &mut CycleState) {
+    fn pre_filter(&self, pod: &Pod, nodes: &[Arc<NodeInfo>], state: &mut CycleState) {
         let ns = pod
             .metadata
             .namespace
@@ -135,9 +138,11 @@ impl Plugin for PodTopologySpread {
                 }
             })
             .collect();
+        // Without constraints there is nothing to count.
+        let nodes = if out.is_empty() { &[] } else { nodes };
         for node in nodes {
             let labels = node.labels();
-            if !required_matches(pod, &labels, node.name()) {
+            if !required_matches(pod, labels, node.name()) {
                 continue;
             }
             for c in out.iter_mut() {
@@ -151,7 +156,7 @@ impl Plugin for PodTopologySpread {
                     .filter(|p| p.metadata.deletion_timestamp.is_none())
                     .filter(|p| {
                         c.selector
-                            .matches(&p.metadata.labels.clone().unwrap_or_default())
+                            .matches(p.metadata.labels.as_ref().unwrap_or(&NO_LABELS))
                     })
                     .count() as i64;
                 *c.counts.entry(value.clone()).or_default() += matching;
@@ -231,11 +236,13 @@ mod tests {
     fn hard_constraints_bound_the_skew() {
         let spread = json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
                              "labelSelector": {"matchLabels": {"app": "web"}}}]);
-        let nodes = vec![
+        let nodes: Vec<Arc<NodeInfo>> = [
             zone("a1", "a", 2),
             zone("b1", "b", 1),
             node("x", json!({}), json!({})),
-        ];
+        ]
+        .map(Arc::new)
+        .into();
         let p = web("new", spread);
         let mut state = CycleState::default();
         PodTopologySpread::default().pre_filter(&p, &nodes, &mut state);
@@ -258,7 +265,9 @@ mod tests {
     fn soft_constraints_prefer_emptier_domains() {
         let spread = json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
                              "labelSelector": {"matchLabels": {"app": "web"}}}]);
-        let nodes = vec![zone("a1", "a", 3), zone("b1", "b", 0)];
+        let nodes: Vec<Arc<NodeInfo>> = [zone("a1", "a", 3), zone("b1", "b", 0)]
+            .map(Arc::new)
+            .into();
         let p = web("new", spread);
         let mut state = CycleState::default();
         PodTopologySpread::default().pre_filter(&p, &nodes, &mut state);

@@ -38,11 +38,11 @@ fn tolerated(tolerations: &[Toleration], taint: &Taint) -> bool {
     })
 }
 
-fn pod_tolerations(pod: &Pod) -> Vec<Toleration> {
+fn pod_tolerations(pod: &Pod) -> &[Toleration] {
     pod.spec
         .as_ref()
-        .and_then(|s| s.tolerations.clone())
-        .unwrap_or_default()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or(&[])
 }
 
 fn taints(node: &NodeInfo) -> &[Taint] {
@@ -63,7 +63,7 @@ impl Plugin for TaintToleration {
         let blocked = taints(node)
             .iter()
             .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-            .any(|t| !tolerated(&tolerations, t));
+            .any(|t| !tolerated(tolerations, t));
         if blocked {
             Status::unresolvable(REASON)
         } else {
@@ -77,12 +77,13 @@ impl Plugin for TaintToleration {
 
     fn score(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> i64 {
         let tolerations: Vec<Toleration> = pod_tolerations(pod)
-            .into_iter()
+            .iter()
             .filter(|t| {
                 t.effect
                     .as_deref()
                     .is_none_or(|e| e.is_empty() || e == "PreferNoSchedule")
             })
+            .cloned()
             .collect();
         taints(node)
             .iter()
