@@ -139,11 +139,8 @@ impl Context {
         };
         map.entry(component.to_string())
             .or_insert_with(|| {
-                Arc::new(Recorder::new(
-                    self.client.clone(),
-                    component,
-                    Some(&self.host),
-                ))
+                // Upstream's controller-manager events name the component only (no host).
+                Arc::new(Recorder::new(self.client.clone(), component, None))
             })
             .clone()
     }

@@ -53,6 +53,14 @@ pub fn is_pod_active(pod: &Pod) -> bool {
         && pod.metadata.deletion_timestamp.is_none()
 }
 
+/// Succeeded or Failed.
+pub fn is_pod_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded") | Some("Failed")
+    )
+}
+
 /// The time the pod's Ready condition last turned True, if it is ready.
 pub fn ready_since(pod: &Pod) -> Option<Option<Timestamp>> {
     pod.status

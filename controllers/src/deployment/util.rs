@@ -325,6 +325,11 @@ pub fn calculate_status(
         ready_replicas: nonzero(all.iter().map(|rs| rs_ready(rs)).sum()),
         available_replicas: nonzero(available),
         unavailable_replicas: nonzero(unavailable),
+        // Upstream's terminatingReplicas: unknown (absent) if any ReplicaSet does not say.
+        terminating_replicas: all
+            .iter()
+            .map(|rs| rs.status.as_ref().and_then(|s| s.terminating_replicas))
+            .sum(),
         collision_count: old.collision_count,
         conditions: old.conditions.clone(),
         ..Default::default()

@@ -17,8 +17,8 @@ use tinykube_proto::labels::Selector;
 use super::{ranking, Controller};
 use crate::context::BY_NAMESPACE;
 use crate::util::{
-    adopt_patch, controller_ref, is_pod_active, is_pod_available, is_pod_ready, new_controller_ref,
-    object_ref, pod_from_template, release_patch, secs,
+    adopt_patch, controller_ref, is_pod_active, is_pod_available, is_pod_ready, is_pod_terminal,
+    new_controller_ref, object_ref, pod_from_template, release_patch, secs,
 };
 
 /// Upstream's burstReplicas: at most this many creates or deletes per sync.
@@ -53,18 +53,26 @@ impl Controller {
             return Ok(());
         };
         let ns = rs.metadata.namespace.clone().unwrap_or_default();
-        let active: Vec<Arc<Pod>> = self
-            .pods
-            .by_index(BY_NAMESPACE, &ns)
-            .into_iter()
-            .filter(|p| is_pod_active(p))
-            .collect();
+        let all = self.pods.by_index(BY_NAMESPACE, &ns);
+        let uid = rs.metadata.uid.as_deref().unwrap_or_default();
+        // Pods of ours still shutting down (upstream's terminatingReplicas).
+        let terminating = all
+            .iter()
+            .filter(|p| {
+                p.metadata.deletion_timestamp.is_some()
+                    && !is_pod_terminal(p)
+                    && controller_ref(&p.metadata).is_some_and(|r| r.uid == uid)
+                    && selector.matches(&p.metadata.labels.clone().unwrap_or_default())
+            })
+            .count() as i32;
+        let active: Vec<Arc<Pod>> = all.into_iter().filter(|p| is_pod_active(p)).collect();
         let owned = self.claim(&rs, &selector, active).await?;
         let mut result = Ok(());
         if needs_sync && rs.metadata.deletion_timestamp.is_none() {
             result = self.manage(key, &rs, &owned).await;
         }
-        let status = calculate_status(&rs, &owned, result.as_ref().err());
+        let mut status = calculate_status(&rs, &owned, result.as_ref().err());
+        status.terminating_replicas = Some(terminating);
         let min_ready = rs
             .spec
             .as_ref()
