@@ -476,6 +476,24 @@ impl ControllerManager {
         }
     }
 
+    /// SIGTERM the process and wait (up to 10 s) for it to exit; its exit status.
+    pub fn terminate(&mut self) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+
     /// Kill and start again with the same flags.
     pub fn restart(&mut self) -> Result<()> {
         self.kill9();
