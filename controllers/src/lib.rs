@@ -98,8 +98,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Mana
         _ = all => Ok(()),
     };
     if let Some(t) = elector_task {
-        // Let a graceful stop release the lease.
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), t).await;
+        if result.is_ok() {
+            // Let a graceful stop release the lease.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), t).await;
+        } else {
+            t.abort();
+        }
     }
     result
 }

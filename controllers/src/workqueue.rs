@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 /// Upstream's per-item exponential limiter: base 5 ms, cap 1000 s.
 const BASE_DELAY: Duration = Duration::from_millis(5);
@@ -19,6 +20,8 @@ struct State {
     dirty: HashSet<String>,
     processing: HashSet<String>,
     failures: HashMap<String, u32>,
+    /// Keys waiting for a delayed add, with the time they are due (the earliest one wins).
+    delayed: HashMap<String, Instant>,
     shut_down: bool,
 }
 
@@ -61,17 +64,37 @@ impl WorkQueue {
         }
     }
 
-    /// Queue `key` after `delay`.
+    /// Queue `key` after `delay`. A key already due earlier is left as it is, so repeated
+    /// delayed adds of one key keep one timer (upstream's delaying queue).
     pub fn add_after(&self, key: &str, delay: Duration) {
         if delay.is_zero() {
             self.add(key);
             return;
         }
+        let due = Instant::now() + delay;
+        {
+            let Ok(mut s) = self.0.state.lock() else {
+                return;
+            };
+            if s.shut_down || s.delayed.get(key).is_some_and(|t| *t <= due) {
+                return;
+            }
+            s.delayed.insert(key.to_string(), due);
+        }
         let queue = self.clone();
         let key = key.to_string();
         tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            queue.add(&key);
+            tokio::time::sleep_until(due).await;
+            let fire = match queue.0.state.lock() {
+                Ok(mut s) if s.delayed.get(&key) == Some(&due) => {
+                    s.delayed.remove(&key);
+                    true
+                }
+                _ => false,
+            };
+            if fire {
+                queue.add(&key);
+            }
         });
     }
 
@@ -244,14 +267,31 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(6)).await;
         assert_eq!(next(&q).await.as_deref(), Some("a"));
         q.done("a");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        assert_eq!(next(&q).await.as_deref(), Some("a"), "the 10ms retry");
+        // The second (10ms) add was folded into the earlier timer; a third failure waits 20ms.
+        q.add_rate_limited("a");
+        tokio::time::sleep(Duration::from_millis(15)).await;
+        assert_eq!(next(&q).await, None, "not before 20ms");
+        tokio::time::sleep(Duration::from_millis(6)).await;
+        assert_eq!(next(&q).await.as_deref(), Some("a"), "the 20ms retry");
         q.done("a");
         q.forget("a");
         assert_eq!(q.num_requeues("a"), 0);
         q.add_rate_limited("a");
         tokio::time::sleep(Duration::from_millis(6)).await;
         assert_eq!(next(&q).await.as_deref(), Some("a"), "back to 5ms");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn delayed_adds_of_one_key_keep_the_earliest() {
+        let q = WorkQueue::new();
+        q.add_after("a", Duration::from_secs(10));
+        q.add_after("a", Duration::from_secs(1));
+        q.add_after("a", Duration::from_secs(5));
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        assert_eq!(next(&q).await.as_deref(), Some("a"));
+        q.done("a");
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert_eq!(next(&q).await, None, "the later timers were dropped");
     }
 
     #[tokio::test(start_paused = true)]

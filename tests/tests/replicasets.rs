@@ -178,3 +178,39 @@ fn a_manager_killed_mid_scale_converges_without_duplicates() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(pod_names(&server, "default", "tier=frontend").len(), 300);
 }
+
+#[test]
+fn failed_creates_are_reported_and_retried() {
+    let server = ApiServer::start().unwrap();
+    let _cm = ControllerManager::start(&server, &["--controllers=replicaset"]).unwrap();
+    let rs = frontend(2).replace(
+        "    spec:\n      containers:",
+        "    spec:\n      priorityClassName: high\n      containers:",
+    );
+    server.kubectl_stdin(&["apply", "-f", "-"], Some(&rs)).ok();
+    let failure = || {
+        server
+            .kubectl(&[
+                "get",
+                "rs",
+                "frontend",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"ReplicaFailure\")].reason}",
+            ])
+            .stdout
+    };
+    assert!(eventually(Duration::from_secs(10), || failure() == "FailedCreate"));
+    let events = server.kubectl(&["get", "events", "--field-selector", "reason=FailedCreate"]);
+    assert!(
+        events
+            .ok()
+            .contains("no PriorityClass with name high was found"),
+        "{events:?}"
+    );
+    // Once the class exists the retries succeed and the condition goes.
+    server
+        .kubectl(&["create", "priorityclass", "high", "--value=1000"])
+        .ok();
+    assert!(eventually(Duration::from_secs(20), || count(&server, 2)
+        && failure().is_empty()));
+}
