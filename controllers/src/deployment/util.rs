@@ -332,7 +332,6 @@ pub fn calculate_status(
             .sum(),
         collision_count: old.collision_count,
         conditions: old.conditions.clone(),
-        ..Default::default()
     };
     if available >= replicas(d) - max_unavailable(d) {
         set_condition(
