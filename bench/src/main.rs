@@ -1,6 +1,8 @@
 //! tinykube-bench: starts the real binaries and prints performance figures with their workload,
 //! so runs can be compared over time and against upstream Kubernetes on the same machine.
 
+mod kubelet;
+
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -40,6 +42,22 @@ enum Bench {
         /// Pods stored before RSS is read.
         #[arg(long, default_value_t = 10_000)]
         pods: usize,
+    },
+    /// Kubelet: cold start of `tinykube up --nodes 3`, and CPU/RSS of one kubelet simulating
+    /// many nodes at rest and while pods start on them.
+    Kubelet {
+        /// Cold starts measured (the median is printed).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Nodes simulated by the one kubelet.
+        #[arg(long, default_value_t = 1000)]
+        nodes: usize,
+        /// Pods started on them (needs tinykube-scheduler; 0 skips).
+        #[arg(long, default_value_t = 10_000)]
+        pods: usize,
+        /// Seconds the kubelet is watched at rest.
+        #[arg(long, default_value_t = 30)]
+        rest_seconds: u64,
     },
 }
 
@@ -280,5 +298,11 @@ async fn main() -> Result<()> {
             watch_events,
             pods,
         } => bench_apiserver(creates, clients, watchers, watch_events, pods).await,
+        Bench::Kubelet {
+            runs,
+            nodes,
+            pods,
+            rest_seconds,
+        } => kubelet::bench_kubelet(runs, nodes, pods, Duration::from_secs(rest_seconds)).await,
     }
 }

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::Resource;
 use tinykube_client::events::Recorder;
 use tinykube_client::reflector::{Informer, Notification, Store};
@@ -85,6 +86,8 @@ pub struct Context {
     pub nodes: Shared<Node>,
     pub leases: Shared<Lease>,
     pub namespaces: Shared<Namespace>,
+    pub configmaps: Shared<ConfigMap>,
+    pub poddisruptionbudgets: Shared<PodDisruptionBudget>,
     /// Host name for event sources.
     pub host: String,
     recorders: Mutex<HashMap<String, Arc<Recorder>>>,
@@ -124,6 +127,8 @@ impl Context {
             nodes: Shared::new(&client),
             leases: Shared::new(&client),
             namespaces: Shared::new(&client),
+            configmaps: Shared::new(&client),
+            poddisruptionbudgets: Shared::new(&client),
             client,
             host,
             recorders: Mutex::new(HashMap::new()),
@@ -156,6 +161,8 @@ impl Context {
             self.nodes.take_if_used(),
             self.leases.take_if_used(),
             self.namespaces.take_if_used(),
+            self.configmaps.take_if_used(),
+            self.poddisruptionbudgets.take_if_used(),
         ]
         .into_iter()
         .flatten()

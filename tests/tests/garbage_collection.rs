@@ -152,3 +152,92 @@ fn orphan_deletion_leaves_the_pods_without_owner() {
     }));
     assert_eq!(pod_names(&server, "default", "tier=frontend"), before);
 }
+
+fn uid(server: &ApiServer, what: &[&str]) -> String {
+    let mut args = vec!["get"];
+    args.extend_from_slice(what);
+    args.extend_from_slice(&["-o", "jsonpath={.metadata.uid}"]);
+    server.kubectl(&args).ok().to_string()
+}
+
+#[test]
+fn any_served_kind_can_own_and_a_second_owner_keeps_the_dependent() {
+    let server = ApiServer::start().unwrap();
+    let _cm = ControllerManager::start(&server, &["--controllers=garbagecollector"]).unwrap();
+    server
+        .kubectl_stdin(
+            &["create", "-f", "-"],
+            Some("apiVersion: v1\nkind: Node\nmetadata:\n  name: worker9\n"),
+        )
+        .ok();
+    for name in ["owner-a", "owner-b"] {
+        server
+            .kubectl(&["create", "configmap", name, "--from-literal=k=v"])
+            .ok();
+    }
+    let node = uid(&server, &["node", "worker9"]);
+    let (a, b) = (
+        uid(&server, &["configmap", "owner-a"]),
+        uid(&server, &["configmap", "owner-b"]),
+    );
+    let owned = |name: &str, refs: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  ownerReferences:\n{refs}data:\n  k: v\n"
+        )
+    };
+    let r = |kind: &str, api: &str, name: &str, uid: &str| {
+        format!("  - apiVersion: {api}\n    kind: {kind}\n    name: {name}\n    uid: {uid}\n")
+    };
+    let on_node = owned("on-node", &r("Node", "v1", "worker9", &node));
+    let two = owned(
+        "two-owners",
+        &(r("ConfigMap", "v1", "owner-a", &a) + &r("ConfigMap", "v1", "owner-b", &b)),
+    );
+    server
+        .kubectl_stdin(&["create", "-f", "-"], Some(&on_node))
+        .ok();
+    server
+        .kubectl_stdin(&["create", "-f", "-"], Some(&two))
+        .ok();
+
+    // A cluster-scoped owner goes: its namespaced dependent follows.
+    server.kubectl(&["delete", "node", "worker9"]).ok();
+    assert!(eventually(Duration::from_secs(10), || !exists(
+        &server,
+        &["configmap", "on-node"]
+    )));
+
+    // One of two owners goes: the dependent stays, without the reference to it.
+    server.kubectl(&["delete", "configmap", "owner-a"]).ok();
+    assert!(eventually(Duration::from_secs(10), || {
+        server
+            .kubectl(&[
+                "get",
+                "configmap",
+                "two-owners",
+                "-o",
+                "jsonpath={.metadata.ownerReferences[*].name}",
+            ])
+            .stdout
+            == "owner-b"
+    }));
+    server.kubectl(&["delete", "configmap", "owner-b"]).ok();
+    assert!(eventually(Duration::from_secs(10), || !exists(
+        &server,
+        &["configmap", "two-owners"]
+    )));
+}
+
+#[test]
+fn a_dependent_whose_owner_never_existed_is_collected() {
+    let server = ApiServer::start().unwrap();
+    let _cm = ControllerManager::start(&server, &["--controllers=garbagecollector"]).unwrap();
+    let orphan = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dangling\n  ownerReferences:\n  - apiVersion: apps/v1\n    kind: Deployment\n    name: ghost\n    uid: 00000000-0000-0000-0000-000000000001\ndata:\n  k: v\n";
+    server
+        .kubectl_stdin(&["create", "-f", "-"], Some(orphan))
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || !exists(
+        &server,
+        &["configmap", "dangling"]
+    )));
+}

@@ -306,3 +306,20 @@ fn one_process_simulates_fifty_ready_nodes() {
     let listed = kubelet.pods().unwrap();
     assert_eq!(listed["items"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn without_register_node_it_waits_for_the_node_to_be_created() {
+    let server = ApiServer::start().unwrap();
+    let _kubelet = worker0(&server, &["--register-node=false"]);
+    std::thread::sleep(Duration::from_millis(700));
+    server.kubectl(&["get", "node", "worker0"]).fails();
+    server
+        .kubectl_stdin(
+            &["create", "-f", "-"],
+            Some("apiVersion: v1\nkind: Node\nmetadata:\n  name: worker0\n"),
+        )
+        .ok();
+    assert!(eventually(WAIT, || ready(&server, "worker0")));
+    let node = json(&server, &["get", "node", "worker0"]);
+    assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "v1.36.2");
+}

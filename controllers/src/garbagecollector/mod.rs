@@ -4,7 +4,8 @@
 //! finalizer).
 //!
 //! The owner→dependent graph is the informer caches' `owner` (uid) index over the watched
-//! kinds ([`WATCHED`]); owners of any served kind are checked through the API by uid.
+//! kinds (workloads, pods, ConfigMaps, PodDisruptionBudgets, Leases, Nodes); owners of any
+//! served kind are checked through the API by uid.
 //! Handlers only enqueue `Kind|namespace/name` keys; [`sync`] processes one object.
 
 pub mod sync;
@@ -15,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::Resource;
+use tinykube_client::dynamic::ApiResource;
 use tinykube_client::reflector::{Notification, Store};
 use tinykube_client::{Kind, Scope};
 
@@ -25,15 +27,6 @@ use crate::workqueue::WorkQueue;
 /// The finalizers the collector acts on.
 pub const FOREGROUND: &str = "foregroundDeletion";
 pub const ORPHAN: &str = "orphan";
-
-/// The kinds whose objects the collector watches as dependents (and as owners).
-pub const WATCHED: &[&str] = &[
-    "Pod",
-    "ReplicaSet",
-    "Deployment",
-    "DaemonSet",
-    "ControllerRevision",
-];
 
 /// Metadata access to one informer cache, whatever its kind.
 pub trait MetaStore: Send + Sync {
@@ -62,11 +55,18 @@ where
     }
 }
 
+/// One watched kind: its served resource and its cache.
+pub struct Watched {
+    pub kind: &'static str,
+    pub resource: ApiResource,
+    pub store: Box<dyn MetaStore>,
+}
+
 /// Shared state of the collector.
 pub struct Collector {
     pub ctx: Arc<Context>,
-    /// Caches by kind, in [`WATCHED`] order.
-    pub stores: Vec<(&'static str, Box<dyn MetaStore>)>,
+    /// Every kind whose objects may be owners or dependents.
+    pub watched: Vec<Watched>,
     pub queue: WorkQueue,
     /// Owner uids confirmed absent through the API (upstream's absentOwnerCache).
     pub absent: Mutex<HashSet<String>>,
@@ -89,65 +89,75 @@ pub fn has_finalizer(meta: &ObjectMeta, f: &str) -> bool {
     meta.finalizers.iter().flatten().any(|x| x == f)
 }
 
-fn subscribe<K: Kind>(
-    shared: &Shared<K>,
-) -> Option<(Store<K>, tokio::sync::broadcast::Receiver<Notification<K>>)>
-where
-    <K as Resource>::Scope: Scope,
-{
-    Some((shared.store(), shared.subscribe()?))
+type Handler = Box<dyn FnOnce(Arc<Collector>) -> BoxFuture<'static, ()> + Send>;
+
+/// What `start` gathers from each watched kind before the collector exists.
+#[derive(Default)]
+struct Parts {
+    watched: Vec<Watched>,
+    ready: Vec<BoxFuture<'static, ()>>,
+    handlers: Vec<Handler>,
+    late: bool,
+}
+
+impl Parts {
+    fn watch<K: Kind>(&mut self, shared: &Shared<K>)
+    where
+        <K as Resource>::Scope: Scope,
+    {
+        let Some(resource) = sync::resource_of(K::API_VERSION, K::KIND) else {
+            return;
+        };
+        let store = shared.store();
+        let Some(rx) = shared.subscribe() else {
+            self.late = true;
+            return;
+        };
+        let mut ready = store.clone();
+        self.ready
+            .push(Box::pin(async move { ready.wait_ready().await }));
+        self.watched.push(Watched {
+            kind: K::KIND,
+            resource,
+            store: Box::new(store),
+        });
+        self.handlers.push(Box::new(move |c: Arc<Collector>| {
+            Box::pin(c.handle::<K>(K::KIND, rx))
+        }));
+    }
 }
 
 /// Subscribe to every watched kind and return the collector's run future.
 pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
-    let pods = subscribe(&ctx.pods);
-    let rss = subscribe(&ctx.replicasets);
-    let deps = subscribe(&ctx.deployments);
-    let dss = subscribe(&ctx.daemonsets);
-    let crs = subscribe(&ctx.controllerrevisions);
+    let mut parts = Parts::default();
+    parts.watch(&ctx.pods);
+    parts.watch(&ctx.replicasets);
+    parts.watch(&ctx.deployments);
+    parts.watch(&ctx.daemonsets);
+    parts.watch(&ctx.controllerrevisions);
+    parts.watch(&ctx.configmaps);
+    parts.watch(&ctx.poddisruptionbudgets);
+    parts.watch(&ctx.leases);
+    parts.watch(&ctx.nodes);
     let workers = ctx.options.concurrent_gc_syncs;
     let ctx = ctx.clone();
     Box::pin(async move {
-        let (Some(pods), Some(rss), Some(deps), Some(dss), Some(crs)) = (pods, rss, deps, dss, crs)
-        else {
+        if parts.late {
             tracing::error!("garbage collector started after the informers");
             return;
-        };
-        let mut waits: Vec<BoxFuture<'static, ()>> = Vec::new();
-        macro_rules! ready {
-            ($s:expr) => {{
-                let mut s = $s.clone();
-                waits.push(Box::pin(async move { s.wait_ready().await }));
-            }};
         }
-        ready!(pods.0);
-        ready!(rss.0);
-        ready!(deps.0);
-        ready!(dss.0);
-        ready!(crs.0);
         let c = Arc::new(Collector {
             ctx,
-            stores: vec![
-                ("Pod", Box::new(pods.0) as Box<dyn MetaStore>),
-                ("ReplicaSet", Box::new(rss.0)),
-                ("Deployment", Box::new(deps.0)),
-                ("DaemonSet", Box::new(dss.0)),
-                ("ControllerRevision", Box::new(crs.0)),
-            ],
+            watched: parts.watched,
             queue: WorkQueue::new(),
             absent: Mutex::new(HashSet::new()),
         });
-        let handlers = futures::future::join5(
-            c.clone().handle("Pod", pods.1),
-            c.clone().handle("ReplicaSet", rss.1),
-            c.clone().handle("Deployment", deps.1),
-            c.clone().handle("DaemonSet", dss.1),
-            c.clone().handle("ControllerRevision", crs.1),
-        );
+        let handlers = futures::future::join_all(parts.handlers.into_iter().map(|h| h(c.clone())));
+        let ready = parts.ready;
         let run = {
             let c = c.clone();
             async move {
-                futures::future::join_all(waits).await;
+                futures::future::join_all(ready).await;
                 c.enqueue_all();
                 let s = c.clone();
                 run_workers("garbagecollector", c.queue.clone(), workers, move |key| {
@@ -162,18 +172,19 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
 }
 
 impl Collector {
+    pub fn watched(&self, kind: &str) -> Option<&Watched> {
+        self.watched.iter().find(|w| w.kind == kind)
+    }
+
     pub fn store(&self, kind: &str) -> Option<&dyn MetaStore> {
-        self.stores
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .map(|(_, s)| s.as_ref())
+        self.watched(kind).map(|w| w.store.as_ref())
     }
 
     /// Every object that needs a look: with owners, or held by a collector finalizer.
     fn enqueue_all(&self) {
-        for (kind, store) in &self.stores {
-            for meta in store.all() {
-                self.consider(kind, &meta);
+        for w in &self.watched {
+            for meta in w.store.all() {
+                self.consider(w.kind, &meta);
             }
         }
     }
@@ -194,22 +205,22 @@ impl Collector {
     /// Enqueue the (watched) owners of `meta`: a foreground deletion may be able to finish.
     fn enqueue_owners(&self, meta: &ObjectMeta) {
         for r in meta.owner_references.iter().flatten() {
-            if WATCHED.contains(&r.kind.as_str()) {
+            if let Some(w) = self.watched(&r.kind) {
                 let owner = ObjectMeta {
                     name: Some(r.name.clone()),
-                    namespace: meta.namespace.clone(),
+                    namespace: meta.namespace.clone().filter(|_| w.resource.namespaced),
                     ..Default::default()
                 };
-                self.queue.add(&item(&r.kind, &owner));
+                self.queue.add(&item(w.kind, &owner));
             }
         }
     }
 
     /// Enqueue every dependent of the object with `uid`.
     fn enqueue_dependents(&self, uid: &str) {
-        for (kind, store) in &self.stores {
-            for dep in store.dependents_of(uid) {
-                self.queue.add(&item(kind, &dep));
+        for w in &self.watched {
+            for dep in w.store.dependents_of(uid) {
+                self.queue.add(&item(w.kind, &dep));
             }
         }
     }

@@ -68,8 +68,7 @@ fn key_in(namespace: Option<&str>, name: &str, namespaced: bool) -> String {
 
 impl Collector {
     fn api(&self, kind: &str, namespace: Option<&str>) -> Option<DynamicApi> {
-        let api_version = if kind == "Pod" { "v1" } else { "apps/v1" };
-        let res = resource_of(api_version, kind)?;
+        let res = self.watched(kind)?.resource.clone();
         Some(DynamicApi::new(self.ctx.client.clone(), res, namespace))
     }
 
@@ -134,9 +133,9 @@ impl Collector {
             };
         }
         let has_dependents = meta.uid.as_deref().is_some_and(|uid| {
-            self.stores
+            self.watched
                 .iter()
-                .any(|(_, s)| !s.dependents_of(uid).is_empty())
+                .any(|w| !w.store.dependents_of(uid).is_empty())
         });
         let policy = if waiting && has_dependents {
             "Foreground"
@@ -232,9 +231,14 @@ impl Collector {
 
     /// Every cached dependent of `uid`, with its kind.
     fn dependents(&self, uid: &str) -> Vec<(&'static str, ObjectMeta)> {
-        self.stores
+        self.watched
             .iter()
-            .flat_map(|(kind, s)| s.dependents_of(uid).into_iter().map(move |m| (*kind, m)))
+            .flat_map(|w| {
+                w.store
+                    .dependents_of(uid)
+                    .into_iter()
+                    .map(move |m| (w.kind, m))
+            })
             .collect()
     }
 
