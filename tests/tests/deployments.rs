@@ -421,3 +421,57 @@ fn a_manager_killed_while_scaling_to_500_ends_with_exactly_500_pods() {
         "500"
     );
 }
+
+#[test]
+fn background_and_orphan_deletion_of_a_deployment() {
+    let (server, _cm) = start(&nginx(2, "nginx:1.14.2", ""));
+    assert!(eventually(Duration::from_secs(10), || pod_names(
+        &server,
+        "default",
+        "app=nginx"
+    )
+    .len()
+        == 2));
+    // Orphan: the ReplicaSet and its pods stay, without the owner reference.
+    let out = server.kubectl(&[
+        "delete",
+        "deploy",
+        "nginx",
+        "--cascade=orphan",
+        "--wait=false",
+    ]);
+    assert_eq!(out.ok(), "deployment.apps \"nginx\" deleted\n");
+    assert!(eventually(Duration::from_secs(10), || !server
+        .kubectl(&["get", "deploy", "nginx"])
+        .success));
+    let rs = jsonpath(&server, &["rs"], "{.items[*].metadata.name}");
+    assert!(rs.starts_with("nginx-"), "{rs:?}");
+    assert_eq!(
+        jsonpath(&server, &["rs", &rs], "{.metadata.ownerReferences}"),
+        ""
+    );
+    assert_eq!(pod_names(&server, "default", "app=nginx").len(), 2);
+
+    // The same Deployment again adopts that ReplicaSet instead of making another.
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&nginx(2, "nginx:1.14.2", "")))
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || jsonpath(
+        &server,
+        &["rs", &rs],
+        "{.metadata.ownerReferences[0].name}"
+    ) == "nginx"));
+    assert_eq!(jsonpath(&server, &["rs"], "{.items[*].metadata.name}"), rs);
+
+    // Background (kubectl's default): the Deployment goes at once, then its ReplicaSet and
+    // pods through the garbage collector.
+    server.kubectl(&["delete", "deploy", "nginx"]).ok();
+    assert!(eventually(Duration::from_secs(10), || pod_names(
+        &server,
+        "default",
+        "app=nginx"
+    )
+    .is_empty()
+        && jsonpath(&server, &["rs"], "{.items[*].metadata.name}")
+            .is_empty()));
+}
