@@ -21,6 +21,9 @@ use crate::expectations::Expectations;
 use crate::util::{controller_ref, is_pod_ready, run_workers, secs};
 use crate::workqueue::WorkQueue;
 
+/// How long expectations survive after notifications were lost.
+const LAG_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The event source, as upstream.
 pub const COMPONENT: &str = "replicaset-controller";
 
@@ -58,17 +61,13 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
             forward(
                 rs_events,
                 move |n| c.on_replicaset(n),
-                move || resync.enqueue_all(),
+                move || resync.lagged(),
             )
         };
         let on_pod = {
             let c = c.clone();
             let resync = c.clone();
-            forward(
-                pod_events,
-                move |n| c.on_pod(n),
-                move || resync.enqueue_all(),
-            )
+            forward(pod_events, move |n| c.on_pod(n), move || resync.lagged())
         };
         let run = {
             let c = c.clone();
@@ -92,6 +91,18 @@ impl Controller {
     fn enqueue_all(&self) {
         for rs in self.replicasets.list() {
             self.queue.add(&key_of(rs.as_ref()));
+        }
+    }
+
+    /// Notifications were dropped: observations may be lost, so expectations expire soon
+    /// and every ReplicaSet is looked at now and once they have.
+    fn lagged(&self) {
+        tracing::warn!("replicaset controller fell behind its informers; resyncing");
+        self.expectations.expire_within(LAG_GRACE);
+        self.enqueue_all();
+        for rs in self.replicasets.list() {
+            self.queue
+                .add_after(&key_of(rs.as_ref()), LAG_GRACE + secs(1));
         }
     }
 
