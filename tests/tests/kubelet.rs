@@ -197,15 +197,31 @@ fn bound_pods_run_get_ready_are_rejected_when_too_big_and_finish_deleting() {
     ]);
     assert!(events.ok().contains("OutOfcpu"), "{}", events.stdout);
 
-    // A restarted kubelet takes its running pods over as they are.
+    // A restarted kubelet takes its running pods over as they are: no status is written
+    // again (same resourceVersion), and a new pod does not get an IP already in use.
+    let rv =
+        |name: &str| json(&server, &["get", "pod", name])["metadata"]["resourceVersion"].clone();
+    let nginx_rv = rv("nginx");
     kubelet.restart().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(row("nginx")[5], nginx[5]);
-    assert_eq!(row("nginx")[2], "Running");
+    let after = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: after\nspec:\n  nodeName: worker0\n  containers:\n  - name: app\n    image: nginx\n";
+    server
+        .kubectl_stdin(&["create", "-f", "-"], Some(after))
+        .ok();
+    assert!(eventually(WAIT, || row("after")
+        .get(2)
+        .is_some_and(|s| s == "Running")));
+    assert_eq!(rv("nginx"), nginx_rv);
+    let ips: std::collections::HashSet<String> = ["nginx", "slow", "after"]
+        .iter()
+        .map(|p| row(p)[5].clone())
+        .collect();
+    assert_eq!(ips.len(), 3, "{ips:?}");
 
     // Graceful deletion is finished by the kubelet: kubectl delete returns promptly.
     let started = std::time::Instant::now();
-    server.kubectl(&["delete", "pod", "nginx", "slow"]).ok();
+    server
+        .kubectl(&["delete", "pod", "nginx", "slow", "after"])
+        .ok();
     assert!(started.elapsed() < Duration::from_secs(15));
     server.kubectl(&["get", "pod", "nginx"]).fails();
 }
@@ -322,4 +338,45 @@ fn without_register_node_it_waits_for_the_node_to_be_created() {
     assert!(eventually(WAIT, || ready(&server, "worker0")));
     let node = json(&server, &["get", "node", "worker0"]);
     assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "v1.36.2");
+}
+
+#[test]
+fn bad_flags_are_one_line_errors_and_sigterm_stops_it() {
+    let kubelet = tinykube_tests::binary("tinykube-kubelet");
+    for bad in [
+        &["--capacity", "cpu=lots"][..],
+        &["--register-with-taints", "dedicated=gpu"],
+        &["--node-labels", "novalue"],
+        &["--file-check-frequency", "soon"],
+        &["--simulate-nodes", "0"],
+    ] {
+        let out = std::process::Command::new(&kubelet)
+            .args(["--master", "http://127.0.0.1:1"])
+            .args(bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{bad:?}");
+        assert_eq!(err.lines().count(), 1, "{bad:?}: {err}");
+        assert!(err.starts_with("tinykube-kubelet: "), "{err}");
+    }
+    let server = ApiServer::start().unwrap();
+    let mut child = std::process::Command::new(&kubelet)
+        .args(["--kubeconfig"])
+        .arg(server.kubeconfig())
+        .args(["--hostname-override", "worker0", "--read-only-port", "0"])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(eventually(WAIT, || ready(&server, "worker0")));
+    let _ = std::process::Command::new("kill")
+        .arg(child.id().to_string())
+        .status();
+    let mut status = None;
+    assert!(eventually(Duration::from_secs(5), || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    }));
+    assert!(status.unwrap().success());
 }
