@@ -130,15 +130,26 @@ async fn register(k: &Kubelet, n: &NodeState, shutdown: &CancellationToken) {
     }
     renew_lease(k, n).await;
     if k.nodes.len() == 1 {
-        k.node_event(n, EventType::Normal, "Starting", "Starting kubelet.")
-            .await;
-        k.node_event(
-            n,
-            EventType::Normal,
+        // What a real kubelet records on its Node when it starts (skipped when simulating
+        // many nodes, where they would be thousands of writes).
+        let mut events = vec![
+            ("Starting", "Starting kubelet.".to_string()),
+            (
+                "NodeAllocatableEnforced",
+                "Updated Node Allocatable limit across pods".to_string(),
+            ),
+        ];
+        for reason in [
+            "NodeHasSufficientMemory",
+            "NodeHasNoDiskPressure",
+            "NodeHasSufficientPID",
             "NodeReady",
-            &format!("Node {name} status is now: NodeReady"),
-        )
-        .await;
+        ] {
+            events.push((reason, format!("Node {name} status is now: {reason}")));
+        }
+        for (reason, message) in events {
+            k.node_event(n, EventType::Normal, reason, &message).await;
+        }
     }
 }
 

@@ -106,6 +106,30 @@ fn node_registers_and_is_ready_as_in_a_real_cluster() {
         .to_string()
         .contains("node.kubernetes.io/not-ready"));
 
+    let events = || {
+        server
+            .kubectl(&[
+                "get",
+                "events",
+                "--field-selector",
+                "involvedObject.name=worker0",
+            ])
+            .stdout
+    };
+    assert!(
+        eventually(WAIT, || events().contains("NodeReady")),
+        "{}",
+        events()
+    );
+    for reason in [
+        "Starting",
+        "NodeHasSufficientMemory",
+        "NodeHasNoDiskPressure",
+        "NodeHasSufficientPID",
+    ] {
+        assert!(events().contains(reason), "{reason}: {}", events());
+    }
+
     let lease = json(
         &server,
         &["get", "lease", "-n", "kube-node-lease", "worker0"],
