@@ -39,17 +39,26 @@ struct Inner<K> {
     objects: BTreeMap<String, Arc<K>>,
     index_fns: HashMap<&'static str, IndexFn<K>>,
     indexes: HashMap<&'static str, HashMap<String, BTreeSet<String>>>,
+    /// Per index value, a stamp that changes whenever an object under it is added, changed or
+    /// removed (stamps are never reused), so readers can tell cheaply that nothing moved.
+    stamps: HashMap<&'static str, HashMap<String, u64>>,
+    next_stamp: u64,
 }
 
 impl<K> Inner<K> {
     fn unindex(&mut self, key: &str, obj: &K) {
         for (name, f) in &self.index_fns {
             if let Some(idx) = self.indexes.get_mut(name) {
+                let stamps = self.stamps.entry(name).or_default();
                 for value in f(obj) {
                     if let Some(set) = idx.get_mut(&value) {
                         set.remove(key);
                         if set.is_empty() {
                             idx.remove(&value);
+                            stamps.remove(&value);
+                        } else {
+                            self.next_stamp += 1;
+                            stamps.insert(value, self.next_stamp);
                         }
                     }
                 }
@@ -60,7 +69,10 @@ impl<K> Inner<K> {
     fn index(&mut self, key: &str, obj: &K) {
         for (name, f) in &self.index_fns {
             let idx = self.indexes.entry(name).or_default();
+            let stamps = self.stamps.entry(name).or_default();
             for value in f(obj) {
+                self.next_stamp += 1;
+                stamps.insert(value.clone(), self.next_stamp);
                 idx.entry(value).or_default().insert(key.to_string());
             }
         }
@@ -100,10 +112,31 @@ where
 
     /// Objects whose index `name` yields `value`.
     pub fn by_index(&self, name: &str, value: &str) -> Vec<Arc<K>> {
+        self.by_index_stamped(name, value).0
+    }
+
+    /// The stamp [`Store::by_index_stamped`] would return now, without collecting the objects.
+    pub fn index_stamp(&self, name: &str, value: &str) -> u64 {
+        self.inner
+            .read()
+            .ok()
+            .and_then(|i| i.stamps.get(name)?.get(value).copied())
+            .unwrap_or(0)
+    }
+
+    /// [`Store::by_index`] with a stamp of those objects: the same stamp later means the very
+    /// same objects (stamps are never reused); 0 when there are none.
+    pub fn by_index_stamped(&self, name: &str, value: &str) -> (Vec<Arc<K>>, u64) {
         let Ok(inner) = self.inner.read() else {
-            return Vec::new();
+            return (Vec::new(), 0);
         };
-        inner
+        let stamp = inner
+            .stamps
+            .get(name)
+            .and_then(|s| s.get(value))
+            .copied()
+            .unwrap_or(0);
+        let objects = inner
             .indexes
             .get(name)
             .and_then(|idx| idx.get(value))
@@ -112,7 +145,8 @@ where
                     .filter_map(|k| inner.objects.get(k).cloned())
                     .collect()
             })
-            .unwrap_or_default()
+            .unwrap_or_default();
+        (objects, stamp)
     }
 
     /// Whether the first list has landed.
@@ -149,6 +183,8 @@ where
                 objects: BTreeMap::new(),
                 index_fns: HashMap::new(),
                 indexes: HashMap::new(),
+                stamps: HashMap::new(),
+                next_stamp: 0,
             })),
             ready_tx,
             ready_rx,

@@ -42,7 +42,7 @@ pub struct Cache {
     nominations: Mutex<HashMap<String, (String, Arc<Pod>)>>,
     /// Last snapshot's NodeInfos by node name, reused while the node and its pods are the
     /// same objects, so a cycle only re-adds up the nodes that changed.
-    memo: Mutex<HashMap<String, Arc<NodeInfo>>>,
+    memo: Mutex<HashMap<String, Memo>>,
 }
 
 impl Cache {
@@ -130,32 +130,56 @@ impl Cache {
             .into_iter()
             .map(|node| {
                 let name = node.metadata.name.clone().unwrap_or_default();
-                let mut pods: Vec<Arc<Pod>> = self
-                    .pods
-                    .by_index(BY_NODE, &name)
-                    .into_iter()
-                    .filter(|p| {
-                        !matches!(
-                            p.status.as_ref().and_then(|s| s.phase.as_deref()),
-                            Some("Succeeded" | "Failed")
-                        )
-                    })
-                    .collect();
-                pods.extend(assumed_by_node.remove(&name).unwrap_or_default());
-                let info = match previous.remove(&name) {
-                    Some(info) if same_objects(&info, &node, &pods) => info,
-                    _ => Arc::new(NodeInfo::new(node, pods)),
+                let assumed = assumed_by_node.remove(&name).unwrap_or_default();
+                let stamp = self.pods.index_stamp(BY_NODE, &name);
+                let entry = match previous.remove(&name) {
+                    Some(m) if m.unchanged(&node, stamp, &assumed) => m,
+                    _ => {
+                        let (bound, stamp) = self.pods.by_index_stamped(BY_NODE, &name);
+                        let mut pods: Vec<Arc<Pod>> = bound
+                            .into_iter()
+                            .filter(|p| {
+                                !matches!(
+                                    p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                                    Some("Succeeded" | "Failed")
+                                )
+                            })
+                            .collect();
+                        pods.extend(assumed.iter().cloned());
+                        Memo {
+                            stamp,
+                            assumed,
+                            info: Arc::new(NodeInfo::new(node, pods)),
+                        }
+                    }
                 };
-                memo.insert(name, info.clone());
+                let info = entry.info.clone();
+                memo.insert(name, entry);
                 info
             })
             .collect()
     }
 }
 
-/// Whether `info` was built from exactly this node object and these pod objects.
-fn same_objects(info: &NodeInfo, node: &Arc<Node>, pods: &[Arc<Pod>]) -> bool {
-    Arc::ptr_eq(&info.node, node)
-        && info.pods.len() == pods.len()
-        && info.pods.iter().zip(pods).all(|(a, b)| Arc::ptr_eq(a, b))
+/// A NodeInfo of the last snapshot, with what it was built from.
+struct Memo {
+    /// The pod index's stamp for the node (its bound pods).
+    stamp: u64,
+    /// The pods assumed on the node.
+    assumed: Vec<Arc<Pod>>,
+    info: Arc<NodeInfo>,
+}
+
+impl Memo {
+    /// Whether the NodeInfo still holds: the same node object, bound pods and assumed pods.
+    fn unchanged(&self, node: &Arc<Node>, stamp: u64, assumed: &[Arc<Pod>]) -> bool {
+        Arc::ptr_eq(&self.info.node, node)
+            && self.stamp == stamp
+            && self.assumed.len() == assumed.len()
+            && self
+                .assumed
+                .iter()
+                .zip(assumed)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
 }
