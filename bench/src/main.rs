@@ -2,6 +2,7 @@
 //! so runs can be compared over time and against upstream Kubernetes on the same machine.
 
 mod kubelet;
+mod scheduler;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -42,6 +43,18 @@ enum Bench {
         /// Pods stored before RSS is read.
         #[arg(long, default_value_t = 10_000)]
         pods: usize,
+    },
+    /// Scheduler: pods/s binding pending pods to Ready nodes, and its peak RSS.
+    Scheduler {
+        /// Ready nodes (4 cpu, 8Gi, 110 pods each).
+        #[arg(long, default_value_t = 1000)]
+        nodes: usize,
+        /// Plain pending pods (100m cpu, 64Mi) of the first run.
+        #[arg(long, default_value_t = 10_000)]
+        pods: usize,
+        /// Pods of the second run, in 10 groups with required anti-affinity to their own group.
+        #[arg(long, default_value_t = 1000)]
+        spread_pods: usize,
     },
     /// Kubelet: cold start of `tinykube up --nodes 3`, and CPU/RSS of one kubelet simulating
     /// many nodes at rest and while pods start on them.
@@ -298,6 +311,11 @@ async fn main() -> Result<()> {
             watch_events,
             pods,
         } => bench_apiserver(creates, clients, watchers, watch_events, pods).await,
+        Bench::Scheduler {
+            nodes,
+            pods,
+            spread_pods,
+        } => scheduler::bench_scheduler(nodes, pods, spread_pods).await,
         Bench::Kubelet {
             runs,
             nodes,
