@@ -12,10 +12,11 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::Resource;
-use tinykube_client::events::Recorder;
 use tinykube_client::reflector::{Informer, Notification, Store};
 use tinykube_client::{Api, Client, Kind, ListParams, Scope};
 use tokio::sync::broadcast;
+
+use crate::events::EventRecorder;
 
 /// Index of namespaced objects by namespace.
 pub const BY_NAMESPACE: &str = "namespace";
@@ -90,7 +91,7 @@ pub struct Context {
     pub poddisruptionbudgets: Shared<PodDisruptionBudget>,
     /// Host name for event sources.
     pub host: String,
-    recorders: Mutex<HashMap<String, Arc<Recorder>>>,
+    recorders: Mutex<HashMap<String, Arc<EventRecorder>>>,
     pub options: Options,
 }
 
@@ -136,17 +137,14 @@ impl Context {
         }
     }
 
-    /// The event recorder of `component` (e.g. `replicaset-controller`).
-    pub fn recorder(&self, component: &str) -> Arc<Recorder> {
+    /// The event recorder of `component` (e.g. `replicaset-controller`), one per component.
+    pub fn recorder(&self, component: &str) -> Arc<EventRecorder> {
         let mut map = match self.recorders.lock() {
             Ok(m) => m,
             Err(p) => p.into_inner(),
         };
         map.entry(component.to_string())
-            .or_insert_with(|| {
-                // Upstream's controller-manager events name the component only (no host).
-                Arc::new(Recorder::new(self.client.clone(), component, None))
-            })
+            .or_insert_with(|| Arc::new(EventRecorder::new(self.client.clone(), component)))
             .clone()
     }
 

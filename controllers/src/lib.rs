@@ -8,6 +8,7 @@
 
 pub mod context;
 pub mod deployment;
+pub mod events;
 pub mod expectations;
 pub mod garbagecollector;
 pub mod namespace;

@@ -214,3 +214,47 @@ fn failed_creates_are_reported_and_retried() {
     assert!(eventually(Duration::from_secs(20), || count(&server, 2)
         && failure().is_empty()));
 }
+
+#[test]
+fn many_similar_events_are_combined_as_upstream() {
+    let server = ApiServer::start().unwrap();
+    let _cm = ControllerManager::start(&server, &["--controllers=replicaset"]).unwrap();
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&frontend(15)))
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || count(&server, 15)));
+    // Nine events as they are, then one "(combined from similar events)" event counting the
+    // other six.
+    let summary = || {
+        let out = server.kubectl(&[
+            "get",
+            "events",
+            "--field-selector",
+            "reason=SuccessfulCreate",
+            "-o",
+            "jsonpath={range .items[*]}{.count} {.message}{\"\\n\"}{end}",
+        ]);
+        let lines: Vec<String> = out.stdout.lines().map(str::to_string).collect();
+        let plain = lines
+            .iter()
+            .filter(|l| l.starts_with("1 Created pod: frontend-"))
+            .count();
+        let combined: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.contains("(combined from similar events): Created pod: frontend-"))
+            .collect();
+        (
+            plain,
+            combined
+                .iter()
+                .map(|l| l.split(' ').next().unwrap_or("").to_string())
+                .collect::<Vec<_>>(),
+        )
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || summary()
+            == (9, vec!["6".to_string()])),
+        "{:?}",
+        summary()
+    );
+}

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
-use tinykube_client::events::Recorder;
 use tinykube_client::reflector::{key_of, Notification, Store};
 use tinykube_proto::labels::Selector;
 
@@ -33,7 +32,7 @@ pub struct Controller {
     pub replicasets: Store<ReplicaSet>,
     pub pods: Store<Pod>,
     pub queue: WorkQueue,
-    pub recorder: Arc<Recorder>,
+    pub recorder: Arc<crate::events::EventRecorder>,
 }
 
 /// Subscribe to Deployments, ReplicaSets and pods and return the controller's run future.

@@ -99,13 +99,12 @@ impl Controller {
         reason: &'static str,
         message: String,
     ) {
-        let recorder = self.recorder.clone();
-        let regarding = object_ref::<Deployment>(&d.metadata);
-        tokio::spawn(async move {
-            if let Err(e) = recorder.record(&regarding, kind, reason, &message).await {
-                tracing::debug!(error = %e, reason, "could not record event");
-            }
-        });
+        self.recorder.record(
+            &object_ref::<Deployment>(&d.metadata),
+            kind,
+            reason,
+            message,
+        );
     }
 
     /// Reconcile the Deployment at `key`.

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
-use tinykube_client::events::Recorder;
 use tinykube_client::reflector::{key_of, Notification, Store};
 use tinykube_proto::labels::Selector;
 
@@ -34,7 +33,7 @@ pub struct Controller {
     pub replicasets: Store<ReplicaSet>,
     pub queue: WorkQueue,
     pub expectations: Expectations,
-    pub recorder: Arc<Recorder>,
+    pub recorder: Arc<crate::events::EventRecorder>,
 }
 
 /// Subscribe to pods and ReplicaSets and return the controller's run future.

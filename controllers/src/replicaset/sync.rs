@@ -270,7 +270,6 @@ impl Controller {
         Ok(())
     }
 
-    /// Record without waiting (upstream's recorder is asynchronous too).
     fn record(
         &self,
         regarding: &k8s_openapi::api::core::v1::ObjectReference,
@@ -278,13 +277,7 @@ impl Controller {
         reason: &'static str,
         message: String,
     ) {
-        let recorder = self.recorder.clone();
-        let regarding = regarding.clone();
-        tokio::spawn(async move {
-            if let Err(e) = recorder.record(&regarding, kind, reason, &message).await {
-                tracing::debug!(error = %e, reason, "could not record event");
-            }
-        });
+        self.recorder.record(regarding, kind, reason, message);
     }
 
     async fn update_status(
