@@ -258,3 +258,20 @@ fn many_similar_events_are_combined_as_upstream() {
         summary()
     );
 }
+
+#[test]
+fn the_manager_survives_an_api_server_restart() {
+    let mut server = ApiServer::start().unwrap();
+    let _cm = ControllerManager::start(&server, &["--controllers=replicaset"]).unwrap();
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&frontend(2)))
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || count(&server, 2)));
+    server.restart().unwrap();
+    server
+        .kubectl(&["scale", "rs", "frontend", "--replicas=4"])
+        .ok();
+    assert!(eventually(Duration::from_secs(20), || count(&server, 4)));
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(count(&server, 4), "no duplicates after re-listing");
+}
