@@ -161,7 +161,7 @@ pub async fn run_workers<F, Fut, E>(name: &'static str, queue: WorkQueue, worker
 where
     F: Fn(String) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), E>> + Send,
-    E: std::fmt::Display,
+    E: std::error::Error + 'static,
 {
     let sync = Arc::new(sync);
     let mut set = tokio::task::JoinSet::new();
@@ -173,7 +173,12 @@ where
                 match sync(key.clone()).await {
                     Ok(()) => queue.forget(&key),
                     Err(e) => {
-                        tracing::warn!(controller = name, key = %key, error = %e, "sync failed; retrying");
+                        if is_conflict(&e) {
+                            // A stale cache: routine, retried at once with a fresh view.
+                            tracing::debug!(controller = name, key = %key, error = %e, "sync conflicted; retrying");
+                        } else {
+                            tracing::warn!(controller = name, key = %key, error = %e, "sync failed; retrying");
+                        }
                         queue.add_rate_limited(&key);
                     }
                 }
@@ -183,6 +188,18 @@ where
     }
     let _guard = ShutDownOnDrop(queue);
     while set.join_next().await.is_some() {}
+}
+
+/// Whether an API conflict (409) is somewhere in the error's source chain.
+pub fn is_conflict(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(c) = err.downcast_ref::<tinykube_client::ClientError>() {
+            return c.is_conflict();
+        }
+        cur = err.source();
+    }
+    false
 }
 
 struct ShutDownOnDrop(WorkQueue);
@@ -234,6 +251,25 @@ mod tests {
         for (p, min, want) in table {
             assert_eq!(is_pod_available(&p, min, now), want, "{min}");
         }
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    enum Stage {
+        #[error("writing: {0}")]
+        Write(#[source] tinykube_client::ClientError),
+    }
+
+    #[test]
+    fn conflicts_are_found_in_the_source_chain() {
+        let api = |code| {
+            Stage::Write(tinykube_client::ClientError::Api(tinykube_client::Status {
+                code,
+                ..Default::default()
+            }))
+        };
+        assert!(is_conflict(&api(409)));
+        assert!(!is_conflict(&api(500)));
+        assert!(!is_conflict(&std::fmt::Error));
     }
 
     #[test]
