@@ -9,6 +9,7 @@ pub mod labels;
 pub mod patch;
 pub mod quantity;
 pub mod registry;
+pub mod taints;
 pub mod typed;
 
 pub use k8s_openapi as api;

@@ -10,22 +10,7 @@ pub const REASON: &str = "node(s) had untolerated taint(s)";
 
 pub struct TaintToleration;
 
-/// Whether a toleration tolerates a taint `key=value:effect`, as upstream's ToleratesTaint.
-pub fn tolerates(t: &Toleration, key: &str, value: &str, effect: &str) -> bool {
-    let t_effect = t.effect.as_deref().unwrap_or("");
-    if !t_effect.is_empty() && t_effect != effect {
-        return false;
-    }
-    let t_key = t.key.as_deref().unwrap_or("");
-    if !t_key.is_empty() && t_key != key {
-        return false;
-    }
-    match t.operator.as_deref().unwrap_or("Equal") {
-        "Exists" => true,
-        "Equal" | "" => t.value.as_deref().unwrap_or("") == value && !t_key.is_empty(),
-        _ => false,
-    }
-}
+pub use tinykube_proto::taints::tolerates;
 
 fn tolerated(tolerations: &[Toleration], taint: &Taint) -> bool {
     tolerations.iter().any(|t| {
