@@ -12,6 +12,7 @@ pub mod events;
 pub mod expectations;
 pub mod garbagecollector;
 pub mod namespace;
+pub mod nodelifecycle;
 pub mod registry;
 pub mod replicaset;
 pub mod util;

@@ -45,7 +45,7 @@ pub const CONTROLLERS: &[Entry] = &[
     },
     Entry {
         name: "nodelifecycle",
-        start: None,
+        start: Some(crate::nodelifecycle::start),
     },
 ];
 

@@ -1,0 +1,179 @@
+//! The node lifecycle controller: watches each node's heartbeats (its Lease in
+//! `kube-node-lease` and its Ready condition), marks a node whose kubelet went silent for
+//! `--node-monitor-grace-period` Unknown ("Kubelet stopped posting node status."), keeps the
+//! condition taints (not-ready, unreachable, pressure, unschedulable) in step with the node's
+//! conditions, and evicts pods from NoExecute-tainted nodes once their tolerations run out.
+//!
+//! Wiring only: every `--node-monitor-period` and on each node or pod change the node's name is
+//! queued; [`sync`] reconciles one node; [`taints`] and [`eviction`] decide without I/O.
+
+pub mod eviction;
+pub mod sync;
+pub mod taints;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use tinykube_client::reflector::{Notification, Store};
+use tokio::time::Instant;
+
+use crate::context::{forward, Context};
+use crate::events::EventRecorder;
+use crate::util::run_workers;
+use crate::workqueue::WorkQueue;
+
+/// The event source, as upstream.
+pub const COMPONENT: &str = "node-controller";
+
+/// The last heartbeat seen of a node and when (by this process's clock) it changed.
+#[derive(Debug, Clone)]
+struct Probe {
+    heartbeat: String,
+    seen: Instant,
+}
+
+pub struct Controller {
+    pub ctx: Arc<Context>,
+    pub nodes: Store<Node>,
+    pub leases: Store<Lease>,
+    pub pods: Store<Pod>,
+    pub queue: WorkQueue,
+    pub recorder: Arc<EventRecorder>,
+    /// The pod recorder of upstream's taint eviction controller.
+    pub eviction_recorder: Arc<EventRecorder>,
+    probes: Mutex<HashMap<String, Probe>>,
+}
+
+/// Subscribe to nodes and pods and return the controller's run future.
+pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
+    let node_events = ctx.nodes.subscribe();
+    let pod_events = ctx.pods.subscribe();
+    let c = Arc::new(Controller {
+        ctx: ctx.clone(),
+        nodes: ctx.nodes.store(),
+        leases: ctx.leases.store(),
+        pods: ctx.pods.store(),
+        queue: WorkQueue::new(),
+        recorder: ctx.recorder(COMPONENT),
+        eviction_recorder: ctx.recorder("taint-eviction-controller"),
+        probes: Mutex::new(HashMap::new()),
+    });
+    let period = ctx.options.node_monitor_period;
+    Box::pin(async move {
+        let (Some(node_events), Some(pod_events)) = (node_events, pod_events) else {
+            tracing::error!("node lifecycle controller started after the informers");
+            return;
+        };
+        let on_node = {
+            let c = c.clone();
+            let resync = c.clone();
+            forward(
+                node_events,
+                move |n| c.on_node(n),
+                move || resync.enqueue_all(),
+            )
+        };
+        let on_pod = {
+            let c = c.clone();
+            let resync = c.clone();
+            forward(
+                pod_events,
+                move |n| c.on_pod(n),
+                move || resync.enqueue_all(),
+            )
+        };
+        let monitor = {
+            let c = c.clone();
+            async move {
+                c.nodes.clone().wait_ready().await;
+                c.leases.clone().wait_ready().await;
+                c.pods.clone().wait_ready().await;
+                let mut tick =
+                    tokio::time::interval(period.max(std::time::Duration::from_millis(100)));
+                loop {
+                    tick.tick().await;
+                    c.enqueue_all();
+                }
+            }
+        };
+        let run = {
+            let c = c.clone();
+            async move {
+                c.nodes.clone().wait_ready().await;
+                c.leases.clone().wait_ready().await;
+                c.pods.clone().wait_ready().await;
+                let s = c.clone();
+                run_workers("nodelifecycle", c.queue.clone(), 2, move |key| {
+                    let s = s.clone();
+                    async move { s.sync(&key).await }
+                })
+                .await;
+            }
+        };
+        tokio::join!(on_node, on_pod, monitor, run);
+    })
+}
+
+impl Controller {
+    fn enqueue_all(&self) {
+        for n in self.nodes.list() {
+            self.queue
+                .add(n.metadata.name.as_deref().unwrap_or_default());
+        }
+    }
+
+    fn on_node(&self, n: Notification<Node>) {
+        match n {
+            Notification::Add(node) | Notification::Update { new: node, .. } => self
+                .queue
+                .add(node.metadata.name.as_deref().unwrap_or_default()),
+            Notification::Delete(node) => {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                self.lock_probes().remove(&name);
+            }
+        }
+    }
+
+    /// A pod landing on (or changing on) a node with NoExecute taints must be looked at.
+    fn on_pod(&self, n: Notification<Pod>) {
+        let pod = match n {
+            Notification::Add(p) | Notification::Update { new: p, .. } => p,
+            Notification::Delete(_) => return,
+        };
+        let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+            return;
+        };
+        let tainted = self.nodes.get(node).is_some_and(|n| {
+            n.spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .is_some_and(|t| t.iter().any(|t| t.effect == "NoExecute"))
+        });
+        if tainted {
+            self.queue.add(node);
+        }
+    }
+
+    fn lock_probes(&self) -> std::sync::MutexGuard<'_, HashMap<String, Probe>> {
+        self.probes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How long ago, by this process's clock, the node's heartbeat last changed. A node seen
+    /// for the first time counts from now, so a restarted controller waits a full grace period.
+    fn silent_for(&self, name: &str, heartbeat: String) -> std::time::Duration {
+        let now = Instant::now();
+        let mut probes = self.lock_probes();
+        let probe = probes.entry(name.to_string()).or_insert_with(|| Probe {
+            heartbeat: heartbeat.clone(),
+            seen: now,
+        });
+        if probe.heartbeat != heartbeat {
+            probe.heartbeat = heartbeat;
+            probe.seen = now;
+        }
+        now - probe.seen
+    }
+}
