@@ -1,4 +1,4 @@
-//! tinykube-controller-manager: the controllers that make workloads happen (ReplicaSet,
+//! tinykube-controller-manager: the controllers that make workloads happen (ReplicaSet, DaemonSet,
 //! Deployment, garbage collector, namespace lifecycle), each a reconcile loop over shared
 //! informer caches with a rate-limited work queue keyed by object.
 //!
@@ -7,6 +7,7 @@
 //! [`registry`] and then the informers they subscribed to.
 
 pub mod context;
+pub mod daemonset;
 pub mod deployment;
 pub mod events;
 pub mod expectations;

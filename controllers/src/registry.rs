@@ -33,7 +33,7 @@ pub const CONTROLLERS: &[Entry] = &[
     },
     Entry {
         name: "daemonset",
-        start: None,
+        start: Some(crate::daemonset::start),
     },
     Entry {
         name: "garbagecollector",

@@ -1,0 +1,200 @@
+//! DaemonSets as the course uses them (daemonset.txt, the CKA scheduling syllabus): the fluentd
+//! DaemonSet runs one pod per node including the tainted master, its pods carry the injected
+//! node affinity and tolerations, a nodeSelector follows node labels, cordoned nodes keep
+//! their pods, `kubectl get ds` shows upstream's columns, set image + rollout status/history/
+//! undo, and `delete --cascade=orphan` leaves pods a new DaemonSet adopts.
+
+use std::time::Duration;
+
+use tinykube_tests::{
+    eventually, mark_all_ready, ready_nodes, table_rows, ApiServer, ControllerManager, Scheduler,
+};
+
+const FLUENTD: &str = r#"apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: fluentd-elasticsearch
+  namespace: kube-system
+  labels:
+    k8s-app: fluentd-logging
+spec:
+  selector:
+    matchLabels:
+      name: fluentd-elasticsearch
+  template:
+    metadata:
+      labels:
+        name: fluentd-elasticsearch
+    spec:
+      tolerations:
+      # this toleration is to have the daemonset runnable on master nodes
+      # remove it if your masters can't run pods
+      - key: node-role.kubernetes.io/master
+        effect: NoSchedule
+      containers:
+      - name: fluentd-elasticsearch
+        image: quay.io/fluentd_elasticsearch/fluentd:v2.5.2
+        resources:
+          limits:
+            memory: 200Mi
+          requests:
+            cpu: 100m
+            memory: 200Mi
+        volumeMounts:
+        - name: varlog
+          mountPath: /var/log
+        - name: varlibdockercontainers
+          mountPath: /var/lib/docker/containers
+          readOnly: true
+      terminationGracePeriodSeconds: 30
+      volumes:
+      - name: varlog
+        hostPath:
+          path: /var/log
+      - name: varlibdockercontainers
+        hostPath:
+          path: /var/lib/docker/containers
+"#;
+
+const T: Duration = Duration::from_secs(15);
+
+/// `kubectl get pods -o wide` rows: (name, node) for pods matching `selector`.
+fn pods_by_node(server: &ApiServer, ns: &str, selector: &str) -> Vec<(String, String)> {
+    let out = server.kubectl(&[
+        "get", "pods", "-n", ns, "-l", selector, "-o",
+        "jsonpath={range .items[*]}{.metadata.name} {.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].values[0]} {.metadata.deletionTimestamp}{\"\\n\"}{end}",
+    ]);
+    let mut v: Vec<(String, String)> = out
+        .stdout
+        .lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        // Terminating pods (bound pods wait for a kubelet) are not counted.
+        .filter(|c| c.len() == 3 && c[2].is_empty())
+        .map(|c| (c[0].to_string(), c[1].to_string()))
+        .collect();
+    v.sort_by(|a, b| a.1.cmp(&b.1));
+    v
+}
+
+fn nodes_of(server: &ApiServer, ns: &str, selector: &str) -> Vec<String> {
+    pods_by_node(server, ns, selector)
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect()
+}
+
+/// The `kubectl get ds` row of `name` (without NAME and AGE).
+fn ds_row(server: &ApiServer, ns: &str, name: &str) -> Vec<String> {
+    let out = server.kubectl(&["get", "ds", "-n", ns, name]);
+    let rows = table_rows(out.ok());
+    rows.get(1)
+        .map(|r| r[1..r.len() - 1].to_vec())
+        .unwrap_or_default()
+}
+
+#[test]
+fn fluentd_runs_one_pod_per_node_including_the_tainted_master() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 3, true);
+    let _sched = Scheduler::start(&server, &[]).unwrap();
+    let _cm = ControllerManager::start(&server, &["--controllers=daemonset"]).unwrap();
+    let file = tinykube_tests::manifest(&server.scratch(), "daemonset.yaml", FLUENTD);
+    let out = server.kubectl(&["apply", "-f", file.to_str().unwrap()]);
+    assert_eq!(
+        out.ok().trim(),
+        "daemonset.apps/fluentd-elasticsearch created"
+    );
+    let sel = "name=fluentd-elasticsearch";
+    assert!(
+        eventually(T, || nodes_of(&server, "kube-system", sel)
+            == ["master0", "worker0", "worker1", "worker2"]),
+        "{:?}",
+        pods_by_node(&server, "kube-system", sel)
+    );
+    // The scheduler places each pod on the node its affinity names.
+    assert!(eventually(T, || {
+        let out = server.kubectl(&["get", "pods", "-n", "kube-system", "-o", "wide"]);
+        let rows = table_rows(out.ok());
+        rows.len() == 5
+            && rows[1..].iter().all(|r| {
+                let (name, node) = (&r[0], &r[6]);
+                pods_by_node(&server, "kube-system", sel)
+                    .iter()
+                    .any(|(n, target)| n == name && target == node)
+            })
+    }));
+    let header = table_rows(server.kubectl(&["get", "ds", "-n", "kube-system"]).ok())[0].clone();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "DESIRED",
+            "CURRENT",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "NODE",
+            "SELECTOR",
+            "AGE"
+        ]
+    );
+    assert!(eventually(T, || ds_row(
+        &server,
+        "kube-system",
+        "fluentd-elasticsearch"
+    ) == ["4", "4", "0", "4", "0", "<none>"]));
+    assert!(eventually(T, || {
+        mark_all_ready(&server, "kube-system", sel);
+        ds_row(&server, "kube-system", "fluentd-elasticsearch")
+            == ["4", "4", "4", "4", "4", "<none>"]
+    }));
+
+    // What `kubectl edit pod` shows in the course: the pinned affinity and the tolerations.
+    let (pod, node) = pods_by_node(&server, "kube-system", sel).remove(0);
+    let yaml = server.kubectl(&["get", "pod", &pod, "-n", "kube-system", "-o", "yaml"]);
+    let yaml = yaml.ok();
+    let affinity = format!(
+        "    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchFields:\n          - key: metadata.name\n            operator: In\n            values:\n            - {node}\n"
+    );
+    assert!(yaml.contains(&affinity), "{yaml}");
+    let tolerations = "  tolerations:\n  - effect: NoSchedule\n    key: node-role.kubernetes.io/master\n  - effect: NoExecute\n    key: node.kubernetes.io/not-ready\n    operator: Exists\n  - effect: NoExecute\n    key: node.kubernetes.io/unreachable\n    operator: Exists\n  - effect: NoSchedule\n    key: node.kubernetes.io/disk-pressure\n    operator: Exists\n  - effect: NoSchedule\n    key: node.kubernetes.io/memory-pressure\n    operator: Exists\n  - effect: NoSchedule\n    key: node.kubernetes.io/pid-pressure\n    operator: Exists\n  - effect: NoSchedule\n    key: node.kubernetes.io/unschedulable\n    operator: Exists\n";
+    assert!(yaml.contains(tolerations), "{yaml}");
+    for want in [
+        "generateName: fluentd-elasticsearch-",
+        "controller-revision-hash: ",
+        "pod-template-generation: \"1\"",
+        "    blockOwnerDeletion: true\n    controller: true\n    kind: DaemonSet\n    name: fluentd-elasticsearch\n",
+    ] {
+        assert!(yaml.contains(want), "{want} in {yaml}");
+    }
+    let events = server.kubectl(&["get", "events", "-n", "kube-system"]);
+    assert!(
+        events.ok().contains(&format!("Created pod: {pod}")),
+        "{}",
+        events.stdout
+    );
+
+    // A new node gets a pod; a deleted node loses it.
+    ready_nodes_named(&server, "worker3");
+    assert!(eventually(T, || nodes_of(&server, "kube-system", sel)
+        .contains(&"worker3".to_string())));
+    server.kubectl(&["delete", "node", "worker3"]).ok();
+    assert!(eventually(T, || nodes_of(&server, "kube-system", sel)
+        == ["master0", "worker0", "worker1", "worker2"]));
+}
+
+/// One more Ready node, created the way `ready_nodes` does.
+fn ready_nodes_named(server: &ApiServer, name: &str) {
+    let yaml = format!("apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels:\n    kubernetes.io/hostname: {name}\n");
+    server
+        .kubectl_stdin(&["create", "-f", "-"], Some(&yaml))
+        .ok();
+    server
+        .kubectl(&[
+            "taint",
+            "nodes",
+            name,
+            "node.kubernetes.io/not-ready:NoSchedule-",
+        ])
+        .ok();
+}
