@@ -198,3 +198,240 @@ fn ready_nodes_named(server: &ApiServer, name: &str) {
         ])
         .ok();
 }
+
+fn agent(image: &str, extra_spec: &str, strategy: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: agent\nspec:\n  selector:\n    matchLabels:\n      app: agent\n{strategy}  template:\n    metadata:\n      labels:\n        app: agent\n    spec:\n{extra_spec}      containers:\n      - name: agent\n        image: {image}\n"
+    )
+}
+
+fn agent_pods(server: &ApiServer) -> Vec<(String, String)> {
+    pods_by_node(server, "default", "app=agent")
+}
+
+#[test]
+fn node_selector_follows_labels_and_cordoned_nodes_keep_their_pods() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 3, false);
+    let _cm = ControllerManager::start(&server, &["--controllers=daemonset"]).unwrap();
+    let yaml = agent("nginx", "      nodeSelector:\n        disktype: ssd\n", "");
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&yaml))
+        .ok();
+    assert!(eventually(T, || ds_row(&server, "default", "agent")
+        == ["0", "0", "0", "0", "0", "disktype=ssd"]));
+    assert!(agent_pods(&server).is_empty());
+
+    // The syllabus: `kubectl label nodes <your-node-name> disktype=ssd`.
+    server
+        .kubectl(&["label", "nodes", "worker0", "disktype=ssd"])
+        .ok();
+    server
+        .kubectl(&["label", "nodes", "worker2", "disktype=ssd"])
+        .ok();
+    let nodes = |s: &ApiServer| nodes_of(s, "default", "app=agent");
+    assert!(
+        eventually(T, || nodes(&server) == ["worker0", "worker2"]),
+        "{:?}",
+        nodes(&server)
+    );
+    assert!(eventually(T, || ds_row(&server, "default", "agent")
+        == ["2", "2", "0", "2", "0", "disktype=ssd"]));
+
+    // A cordoned node keeps its daemon pod (the unschedulable toleration).
+    server.kubectl(&["cordon", "worker0"]).ok();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(nodes(&server), ["worker0", "worker2"]);
+    assert_eq!(ds_row(&server, "default", "agent")[0], "2");
+
+    // A label removed: the pod goes. An untolerated NoExecute taint: the pod goes.
+    server
+        .kubectl(&["label", "nodes", "worker2", "disktype-"])
+        .ok();
+    assert!(
+        eventually(T, || nodes(&server) == ["worker0"]),
+        "{:?}",
+        nodes(&server)
+    );
+    // Only a NoSchedule taint: the running pod stays.
+    server
+        .kubectl(&["taint", "nodes", "worker0", "dedicated=db:NoSchedule"])
+        .ok();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(nodes(&server), ["worker0"]);
+    // Not desired there any more, but kept: counted as misscheduled.
+    assert!(eventually(T, || {
+        let out = server.kubectl(&[
+            "get",
+            "ds",
+            "agent",
+            "-o",
+            "jsonpath={.status.desiredNumberScheduled} {.status.numberMisscheduled}",
+        ]);
+        out.stdout == "0 1"
+    }));
+    server
+        .kubectl(&["taint", "nodes", "worker0", "dedicated=db:NoExecute"])
+        .ok();
+    assert!(
+        eventually(T, || nodes(&server).is_empty()),
+        "{:?}",
+        nodes(&server)
+    );
+}
+
+#[test]
+fn set_image_rollout_status_history_and_undo() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 3, false);
+    let _cm = ControllerManager::start(&server, &["--controllers=daemonset"]).unwrap();
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&agent("nginx:1.24", "", "")))
+        .ok();
+    assert!(eventually(T, || {
+        mark_all_ready(&server, "default", "app=agent");
+        ds_row(&server, "default", "agent") == ["3", "3", "3", "3", "3", "<none>"]
+    }));
+    let status = server.kubectl(&["rollout", "status", "ds/agent", "--timeout=10s"]);
+    assert_eq!(
+        status.ok(),
+        "daemon set \"agent\" successfully rolled out\n"
+    );
+    let revisions = server.kubectl(&["get", "controllerrevisions", "-o", "name"]);
+    assert_eq!(revisions.ok().lines().count(), 1, "{}", revisions.stdout);
+
+    server
+        .kubectl(&["set", "image", "ds/agent", "agent=nginx:1.25"])
+        .ok();
+    // A kubelet stand-in marks pods ready while `kubectl rollout status` waits.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                mark_all_ready(&server, "default", "app=agent");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let out = server.kubectl(&["rollout", "status", "ds/agent", "--timeout=30s"]);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        out
+    });
+    let text = out.ok();
+    assert!(
+        text.ends_with("daemon set \"agent\" successfully rolled out\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Waiting for daemon set \"agent\" rollout to finish: "),
+        "{text}"
+    );
+    let images = server.kubectl(&[
+        "get",
+        "pods",
+        "-l",
+        "app=agent",
+        "-o",
+        "jsonpath={.items[*].spec.containers[0].image}",
+    ]);
+    assert_eq!(images.ok(), "nginx:1.25 nginx:1.25 nginx:1.25");
+
+    let history = server.kubectl(&["rollout", "history", "ds/agent"]);
+    let rows = table_rows(history.ok());
+    assert_eq!(rows[0], ["daemonset.apps/agent"]);
+    assert_eq!(
+        rows[1..],
+        [
+            vec!["REVISION", "CHANGE-CAUSE"],
+            vec!["1", "<none>"],
+            vec!["2", "<none>"]
+        ]
+    );
+    let one = server.kubectl(&["rollout", "history", "ds/agent", "--revision=1"]);
+    assert!(
+        one.ok().contains("Image:\tnginx:1.24") || one.stdout.contains("Image:      nginx:1.24"),
+        "{}",
+        one.stdout
+    );
+
+    let undo = server.kubectl(&["rollout", "undo", "ds/agent"]);
+    assert_eq!(undo.ok(), "daemonset.apps/agent rolled back\n");
+    assert!(eventually(Duration::from_secs(30), || {
+        mark_all_ready(&server, "default", "app=agent");
+        let images = server.kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=agent",
+            "-o",
+            "jsonpath={.items[*].spec.containers[0].image}",
+        ]);
+        images.stdout == "nginx:1.24 nginx:1.24 nginx:1.24"
+            && ds_row(&server, "default", "agent") == ["3", "3", "3", "3", "3", "<none>"]
+    }));
+    // The old revision became the newest: revisions 2 and 3.
+    let history = server.kubectl(&["rollout", "history", "ds/agent"]);
+    let rows = table_rows(history.ok());
+    assert_eq!(
+        rows[2..],
+        [vec!["2", "<none>"], vec!["3", "<none>"]],
+        "{}",
+        history.stdout
+    );
+}
+
+#[test]
+fn orphaned_pods_are_adopted_by_a_new_daemonset() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 2, false);
+    let _cm =
+        ControllerManager::start(&server, &["--controllers=daemonset,garbagecollector"]).unwrap();
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&agent("nginx:1.24", "", "")))
+        .ok();
+    assert!(eventually(T, || agent_pods(&server).len() == 2));
+    let before = agent_pods(&server);
+    server
+        .kubectl(&["delete", "ds", "agent", "--cascade=orphan"])
+        .ok();
+    assert!(eventually(T, || {
+        let owners = server.kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=agent",
+            "-o",
+            "jsonpath={.items[*].metadata.ownerReferences}",
+        ]);
+        owners.stdout.is_empty()
+    }));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(agent_pods(&server), before, "orphaned pods stay");
+
+    // A new DaemonSet (another image, OnDelete) adopts them and leaves them alone.
+    let on_delete = "  updateStrategy:\n    type: OnDelete\n";
+    server
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            Some(&agent("nginx:1.25", "", on_delete)),
+        )
+        .ok();
+    assert!(eventually(T, || ds_row(&server, "default", "agent")
+        == ["2", "2", "0", "0", "0", "<none>"]));
+    assert_eq!(agent_pods(&server), before);
+    let owner = server.kubectl(&[
+        "get",
+        "pod",
+        &before[0].0,
+        "-o",
+        "jsonpath={.metadata.ownerReferences[0].name}",
+    ]);
+    assert_eq!(owner.ok(), "agent");
+    // OnDelete: a deleted pod comes back with the new template.
+    server.kubectl(&["delete", "pod", &before[0].0]).ok();
+    assert!(eventually(T, || ds_row(&server, "default", "agent")
+        == ["2", "2", "0", "1", "0", "<none>"]));
+    let pods = agent_pods(&server);
+    assert_eq!(pods.len(), 2);
+    assert!(!pods.iter().any(|(n, _)| n == &before[0].0));
+    assert!(pods.contains(&before[1]));
+}
