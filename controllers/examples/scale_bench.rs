@@ -77,8 +77,14 @@ fn deployment(name: &str, replicas: usize, image: &str) -> Result<Deployment> {
     }))?)
 }
 
-/// Watch pods of `app` and mark each new one Running and Ready; count those seen.
-async fn kubelet(client: Client, app: String, seen: Arc<std::sync::Mutex<HashSet<String>>>) {
+/// Watch pods of `app`, count those seen and, when `mark`, mark each new one Running and
+/// Ready as a kubelet would.
+async fn kubelet(
+    client: Client,
+    app: String,
+    seen: Arc<std::sync::Mutex<HashSet<String>>>,
+    mark: bool,
+) {
     let pods: Api<Pod> = Api::namespaced(client, "default");
     let lp = ListParams::default().labels(&format!("app={app}"));
     let mut rv = "0".to_string();
@@ -95,7 +101,8 @@ async fn kubelet(client: Client, app: String, seen: Arc<std::sync::Mutex<HashSet
                     Some(Ok(WatchEvent::Added(p))) => {
                         rv = p.metadata.resource_version.clone().unwrap_or(rv);
                         let name = p.metadata.name.clone().unwrap_or_default();
-                        if seen.lock().map(|mut s| s.insert(name.clone())).unwrap_or(false) {
+                        let new = seen.lock().map(|mut s| s.insert(name.clone())).unwrap_or(false);
+                        if new && mark {
                             let pods = pods.clone();
                             pending.push(async move {
                                 let status = json!({"status": {"phase": "Running", "conditions": [
@@ -180,7 +187,7 @@ async fn main() -> Result<()> {
 
     // (1) A Deployment of `replicas` pods: creation until every pod exists.
     let seen = Arc::new(std::sync::Mutex::new(HashSet::new()));
-    let watcher = tokio::spawn(kubelet(client.clone(), "big".into(), seen.clone()));
+    let watcher = tokio::spawn(kubelet(client.clone(), "big".into(), seen.clone(), false));
     let start = Instant::now();
     deployments
         .create(&deployment("big", replicas, "nginx:1.14.2")?)
@@ -201,7 +208,7 @@ async fn main() -> Result<()> {
 
     // (2) set image on a Deployment of `rollout` ready replicas, until it rolled out.
     let seen = Arc::new(std::sync::Mutex::new(HashSet::new()));
-    let watcher = tokio::spawn(kubelet(client.clone(), "web".into(), seen));
+    let watcher = tokio::spawn(kubelet(client.clone(), "web".into(), seen, true));
     deployments
         .create(&deployment("web", rollout, "nginx:1.14.2")?)
         .await?;
