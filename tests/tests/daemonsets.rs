@@ -435,3 +435,55 @@ fn orphaned_pods_are_adopted_by_a_new_daemonset() {
     assert!(!pods.iter().any(|(n, _)| n == &before[0].0));
     assert!(pods.contains(&before[1]));
 }
+
+#[test]
+fn failed_pods_are_replaced_and_a_restarted_manager_makes_no_duplicates() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 4, false);
+    let mut cm = ControllerManager::start(&server, &["--controllers=daemonset"]).unwrap();
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&agent("nginx", "", "")))
+        .ok();
+    assert!(eventually(T, || agent_pods(&server).len() == 4));
+    let (victim, node) = agent_pods(&server).remove(0);
+    server
+        .kubectl(&[
+            "patch",
+            "pod",
+            &victim,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Failed"}}"#,
+        ])
+        .ok();
+    let want =
+        format!("Found failed daemon pod default/{victim} on node {node}, will try to kill it");
+    assert!(eventually(T, || {
+        let events = server.kubectl(&[
+            "get",
+            "events",
+            "--field-selector",
+            "reason=FailedDaemonPod",
+        ]);
+        events.stdout.contains(&want)
+    }));
+    assert!(eventually(T, || {
+        let pods = agent_pods(&server);
+        pods.len() == 4 && !pods.iter().any(|(n, _)| n == &victim)
+    }));
+
+    // Restarted at once, many times over: never two pods for a node.
+    for _ in 0..3 {
+        cm.restart().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    ready_nodes_named(&server, "worker9");
+    assert!(eventually(T, || agent_pods(&server).len() == 5));
+    std::thread::sleep(Duration::from_millis(500));
+    let nodes = nodes_of(&server, "default", "app=agent");
+    assert_eq!(
+        nodes,
+        ["worker0", "worker1", "worker2", "worker3", "worker9"]
+    );
+}
