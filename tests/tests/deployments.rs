@@ -475,3 +475,43 @@ fn background_and_orphan_deletion_of_a_deployment() {
         && jsonpath(&server, &["rs"], "{.items[*].metadata.name}")
             .is_empty()));
 }
+
+#[test]
+fn revision_history_limit_removes_the_oldest_replica_sets() {
+    let (server, _cm) = start(&nginx(2, "nginx:1.14.2", "  revisionHistoryLimit: 1\n"));
+    let kubelet = Kubelet::start(&server);
+    server
+        .kubectl(&["rollout", "status", "deploy/nginx", "--timeout=20s"])
+        .ok();
+    for image in ["nginx:1.15", "nginx:1.16", "nginx:1.17"] {
+        server
+            .kubectl(&[
+                "set",
+                "image",
+                "deployment/nginx",
+                &format!("nginx={image}"),
+            ])
+            .ok();
+        server
+            .kubectl(&["rollout", "status", "deploy/nginx", "--timeout=20s"])
+            .ok();
+    }
+    // The current ReplicaSet and one old one (revisions 4 and 3) are left.
+    assert!(eventually(Duration::from_secs(10), || {
+        let revs = jsonpath(
+            &server,
+            &["rs"],
+            "{.items[*].metadata.annotations.deployment\\.kubernetes\\.io/revision}",
+        );
+        let mut v: Vec<&str> = revs.split_whitespace().collect();
+        v.sort();
+        v == ["3", "4"]
+    }));
+    let history = server.kubectl(&["rollout", "history", "deployment/nginx"]);
+    let text = history.ok();
+    assert!(
+        text.contains("\n3 ") && text.contains("\n4 ") && !text.contains("\n2 "),
+        "{text}"
+    );
+    drop(kubelet);
+}
