@@ -129,7 +129,14 @@ impl DynamicApi {
         body: &Value,
     ) -> Result<Value, ClientError> {
         let path = format!("{}/{subresource}", self.item(name));
-        answer(self.client.request(Method::PUT, &path).json(body).send().await?).await
+        answer(
+            self.client
+                .request(Method::PUT, &path)
+                .json(body)
+                .send()
+                .await?,
+        )
+        .await
     }
 
     pub async fn patch(&self, name: &str, patch: &Patch) -> Result<Value, ClientError> {
