@@ -275,3 +275,56 @@ fn the_manager_survives_an_api_server_restart() {
     std::thread::sleep(Duration::from_millis(500));
     assert!(count(&server, 4), "no duplicates after re-listing");
 }
+
+#[test]
+fn pods_become_available_after_min_ready_seconds() {
+    let server = ApiServer::start().unwrap();
+    let _cm = ControllerManager::start(&server, &["--controllers=replicaset"]).unwrap();
+    let rs = frontend(1).replace(
+        "spec:\n  replicas: 1\n",
+        "spec:\n  replicas: 1\n  minReadySeconds: 2\n",
+    );
+    server.kubectl_stdin(&["apply", "-f", "-"], Some(&rs)).ok();
+    assert!(eventually(Duration::from_secs(10), || count(&server, 1)));
+    let pod = pod_names(&server, "default", "tier=frontend")[0].clone();
+    let now = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .unwrap();
+    let now = String::from_utf8_lossy(&now.stdout).trim().to_string();
+    let status = format!(
+        r#"{{"status":{{"phase":"Running","conditions":[{{"type":"Ready","status":"True","lastTransitionTime":"{now}"}}]}}}}"#
+    );
+    server
+        .kubectl(&[
+            "patch",
+            "pod",
+            &pod,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &status,
+        ])
+        .ok();
+    let counts = || {
+        server
+            .kubectl(&[
+                "get",
+                "rs",
+                "frontend",
+                "-o",
+                "jsonpath={.status.readyReplicas}/{.status.availableReplicas}",
+            ])
+            .stdout
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || counts() == "1/"),
+        "{}",
+        counts()
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || counts() == "1/1"),
+        "{}",
+        counts()
+    );
+}
