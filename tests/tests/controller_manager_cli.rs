@@ -121,3 +121,33 @@ fn a_standby_manager_takes_over_the_lease_when_the_leader_dies() {
     .len()
         == 4));
 }
+
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let server = ApiServer::start().unwrap();
+    let child = Command::new(binary("tinykube-controller-manager"))
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig())
+        .args(["--log-format=json", "--leader-elect=false"])
+        .env("RUST_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let text = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.iter().any(|l| l.contains("starting controller")),
+        "{text}"
+    );
+    for line in lines {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(v["level"].is_string(), "{line}");
+    }
+}
