@@ -161,7 +161,7 @@ pub(crate) struct Kubelet {
     pub config: Config,
     /// UIDs of pods whose grace-0 delete is under way.
     pub finalizing: Mutex<HashSet<String>>,
-    /// Pokes the static pod loop (a mirror pod went away).
+    /// Pokes the static pod loop (the manifest URL answered).
     pub wake_static: tokio::sync::Notify,
 }
 

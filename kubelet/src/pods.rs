@@ -85,18 +85,23 @@ fn resync(k: &Arc<Kubelet>) {
 fn gone(k: &Arc<Kubelet>, pod: &Pod) {
     let uid = uid_of(pod);
     k.finalizing().remove(&uid);
-    if is_mirror(pod) {
-        k.wake_static.notify_one();
-        return;
-    }
-    if let Some(n) = pod
+    let Some(n) = pod
         .spec
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
         .and_then(|n| k.node(n))
-    {
-        n.local().forget(&uid);
+    else {
+        return;
+    };
+    let mut local = n.local();
+    if is_mirror(pod) {
+        // The static pod loop makes a new mirror, not at once: see `MIRROR_RECREATE_AFTER`.
+        if let Some(s) = local.statics.get_mut(&crate::reflector_key(pod)) {
+            s.mirror_gone_at = Some(std::time::Instant::now());
+        }
+        return;
     }
+    local.forget(&uid);
 }
 
 /// React to the current state of one pod.

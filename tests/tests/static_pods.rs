@@ -50,6 +50,12 @@ fn pod_json(server: &ApiServer, name: &str) -> Value {
     serde_json::from_str(server.kubectl(&["get", "pod", name, "-o", "json"]).ok()).unwrap()
 }
 
+/// The pod as JSON, or Null while it does not exist (a mirror between two incarnations).
+fn pod_json_opt(server: &ApiServer, name: &str) -> Value {
+    let out = server.kubectl(&["get", "pod", name, "-o", "json"]);
+    serde_json::from_str(&out.stdout).unwrap_or(Value::Null)
+}
+
 #[test]
 fn static_pod_exercise_from_the_course() {
     let server = ApiServer::start().unwrap();
@@ -116,7 +122,7 @@ fn static_pod_exercise_from_the_course() {
         &STATIC_WEB.replace("image: nginx", "image: nginx:1.25"),
     );
     assert!(eventually(WAIT, || {
-        let p = pod_json(&server, "static-web-worker0");
+        let p = pod_json_opt(&server, "static-web-worker0");
         p["metadata"]["annotations"]["kubernetes.io/config.hash"] != before
             && p["spec"]["containers"][0]["image"] == "nginx:1.25"
             && p["status"]["phase"] == "Running"

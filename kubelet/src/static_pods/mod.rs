@@ -28,6 +28,10 @@ use source::{Origin, StaticPod, SEEN_ANNOTATION};
 
 /// How often directories are stat'ed for changes.
 const POLL: Duration = Duration::from_secs(1);
+/// A deleted mirror comes back after this long. At once would race `kubectl delete`: it reads
+/// the pod (still the old one), then lists to wait for its deletion, and a new mirror of the
+/// same name found by that list makes it wait forever.
+const MIRROR_RECREATE_AFTER: Duration = Duration::from_secs(1);
 
 /// A static pod running on a node.
 #[derive(Debug, Clone)]
@@ -37,6 +41,8 @@ pub struct Running {
     pub hash: String,
     /// The mirror (UID) and stage whose status was last written.
     pub mirror_written: Option<(String, Stage)>,
+    /// When its last mirror went away.
+    pub mirror_gone_at: Option<Instant>,
 }
 
 /// Per-node state of the file source.
@@ -45,19 +51,54 @@ struct FileSource {
     snapshot: Option<source::Snapshot>,
     last_read: Option<Instant>,
     pods: Vec<StaticPod>,
-    /// Broken files already reported (path, mtime, size).
-    reported: HashSet<(PathBuf, SystemTime, u64)>,
+}
+
+/// Broken files already reported (path, mtime, size): once per version of a file, even when
+/// simulated nodes share the directory.
+type Reported = HashSet<(PathBuf, SystemTime, u64)>;
+
+/// The last good answer of `--manifest-url`.
+type HttpPods = Arc<std::sync::Mutex<Option<Vec<(serde_json::Value, Pod)>>>>;
+
+/// Fetch the manifest URL every `--http-check-frequency` in the background (a slow server
+/// never delays the file source), keeping the last good answer.
+async fn poll_url(k: Arc<Kubelet>, url: String, out: HttpPods, shutdown: CancellationToken) {
+    let Ok(client) = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+    else {
+        return;
+    };
+    let mut ticker = tokio::time::interval(k.config.http_check_frequency);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => {}
+        }
+        match source::fetch(&client, &url).await {
+            Ok(pods) => {
+                *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(pods);
+                k.wake_static.notify_one();
+            }
+            Err(e) => tracing::warn!(url, error = %e, "could not process manifest URL"),
+        }
+    }
 }
 
 /// Run until `shutdown`.
 pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
     let mut files: HashMap<usize, FileSource> = HashMap::new();
-    let mut http_pods: Option<Vec<(serde_json::Value, Pod)>> = None;
-    let mut http_due = Instant::now();
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .ok();
+    let mut reported = Reported::new();
+    let http_pods = HttpPods::default();
+    if let Some(url) = k.config.manifest_url.clone() {
+        tokio::spawn(poll_url(
+            k.clone(),
+            url,
+            http_pods.clone(),
+            shutdown.clone(),
+        ));
+    }
     let mut ticker = tokio::time::interval(POLL);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -67,15 +108,7 @@ pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
             _ = k.wake_static.notified() => {}
         }
         let now = Instant::now();
-        if let (Some(url), Some(client)) = (k.config.manifest_url.as_deref(), http.as_ref()) {
-            if now >= http_due {
-                http_due = now + k.config.http_check_frequency;
-                match source::fetch(client, url).await {
-                    Ok(pods) => http_pods = Some(pods),
-                    Err(e) => tracing::warn!(url, error = %e, "could not process manifest URL"),
-                }
-            }
-        }
+        let http_pods = http_pods.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut scans: HashMap<PathBuf, Option<source::Snapshot>> = HashMap::new();
         let mut broken = Vec::new();
         for (i, n) in k.nodes.iter().enumerate() {
@@ -86,15 +119,13 @@ pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
                     .or_insert_with(|| source::scan(path).ok())
                     .clone();
                 let fs = files.entry(i).or_default();
-                poll_files(
-                    fs,
-                    scan,
-                    &n.config.name,
-                    k.config.file_check_frequency,
-                    now,
-                    &mut broken,
-                    i,
-                );
+                let failed =
+                    poll_files(fs, scan, &n.config.name, k.config.file_check_frequency, now);
+                for (path, mtime, len, err) in failed {
+                    if reported.insert((path.clone(), mtime, len)) {
+                        broken.push((i, path, err));
+                    }
+                }
                 desired.extend(fs.pods.iter().cloned());
             }
             if let (Some(pods), Some(url)) = (&http_pods, k.config.manifest_url.as_deref()) {
@@ -107,6 +138,12 @@ pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
             }
             apply(n, desired);
         }
+        reported.retain(|(p, m, l)| {
+            scans
+                .values()
+                .flatten()
+                .any(|snap| snap.get(p) == Some(&(*m, *l)))
+        });
         for (i, path, err) in broken {
             let msg = format!(
                 "Could not process manifest file {:?}: {err}",
@@ -127,38 +164,35 @@ pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
     }
 }
 
-/// Update one node's file pods if the directory changed or a full re-read is due.
+/// Update one node's file pods if the directory changed or a full re-read is due; returns the
+/// files that could not be read into pods.
 fn poll_files(
     fs: &mut FileSource,
     scan: Option<source::Snapshot>,
     node: &str,
     every: Duration,
     now: Instant,
-    broken: &mut Vec<(usize, PathBuf, source::ManifestError)>,
-    index: usize,
-) {
+) -> Vec<(PathBuf, SystemTime, u64, source::ManifestError)> {
     // An unreadable path changes nothing (the pods keep running), as upstream.
-    let Some(scan) = scan else { return };
+    let Some(scan) = scan else {
+        return Vec::new();
+    };
     let due = fs.last_read.is_none_or(|t| now.duration_since(t) >= every);
     if !due && fs.snapshot.as_ref() == Some(&scan) {
-        return;
+        return Vec::new();
     }
     let mut pods = Vec::new();
+    let mut failed = Vec::new();
     for (path, (mtime, len)) in &scan {
         match source::read_file(path, node) {
             Ok(p) => pods.extend(p),
-            Err(e) => {
-                if fs.reported.insert((path.clone(), *mtime, *len)) {
-                    broken.push((index, path.clone(), e));
-                }
-            }
+            Err(e) => failed.push((path.clone(), *mtime, *len, e)),
         }
     }
-    fs.reported
-        .retain(|(p, m, l)| scan.get(p) == Some(&(*m, *l)));
     fs.snapshot = Some(scan);
     fs.last_read = Some(now);
     fs.pods = pods;
+    failed
 }
 
 /// Start, replace and stop a node's static pods to match `desired`.
@@ -229,6 +263,7 @@ fn apply(n: &NodeState, desired: Vec<StaticPod>) {
                 pod: Arc::new(pod),
                 hash: s.hash,
                 mirror_written: None,
+                mirror_gone_at: None,
             },
         );
     }
@@ -295,7 +330,10 @@ fn plan(k: &Kubelet, n: &NodeState) -> Vec<Action> {
         };
         match by_key.get(key) {
             None => {
-                if let Some(uid) = node_uid.as_deref() {
+                let recent = s
+                    .mirror_gone_at
+                    .is_some_and(|t| t.elapsed() < MIRROR_RECREATE_AFTER);
+                if let (Some(uid), false) = (node_uid.as_deref(), recent) {
                     out.push(Action::Create(
                         Box::new(mirror_of(s, &n.config.name, uid)),
                         key.clone(),
