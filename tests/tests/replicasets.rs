@@ -162,12 +162,21 @@ fn a_manager_killed_mid_scale_converges_without_duplicates() {
     server
         .kubectl_stdin(&["apply", "-f", "-"], Some(&frontend(300)))
         .ok();
-    assert!(eventually(Duration::from_secs(20), || {
-        let n = pod_names(&server, "default", "tier=frontend").len();
-        n >= 20
-    }));
+    // Kill as soon as creating has begun (a quick HTTP count), so creates are in flight.
+    let quick_count = || {
+        server
+            .http()
+            .get(format!("{}/api/v1/namespaces/default/pods", server.url))
+            .query(&[("labelSelector", "tier=frontend")])
+            .send()
+            .and_then(|r| r.json::<serde_json::Value>())
+            .map(|v| v["items"].as_array().map_or(0, Vec::len))
+            .unwrap_or(0)
+    };
+    assert!(eventually(Duration::from_secs(20), || quick_count() > 0));
     cm.kill9();
-    let at_kill = pod_names(&server, "default", "tier=frontend").len();
+    let at_kill = quick_count();
+    assert!(at_kill < 300, "killed too late to test anything: {at_kill}");
     cm.restart().unwrap();
     assert!(
         eventually(Duration::from_secs(30), || count(&server, 300)),
