@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, HostIP, Pod,
-    PodCondition, PodIP, PodStatus,
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -21,6 +21,8 @@ use k8s_openapi::jiff::Timestamp;
 pub enum Stage {
     /// Bound to the node, not admitted yet.
     Pending,
+    /// Admitted; its containers are being created (`ContainerCreating`).
+    Creating,
     /// Admission refused it (does not fit): phase `Failed` for good.
     Rejected { reason: String, message: String },
     /// Containers running; readiness probes still within their initial delay.
@@ -36,8 +38,10 @@ pub enum Stage {
 /// What happens to a pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
-    /// Admission passed; containers start. Ready at once when `readiness_delay` is zero.
-    Admit {
+    /// Admission passed: its containers are created.
+    Admit,
+    /// The containers started. Ready at once when `readiness_delay` is zero.
+    Started {
         readiness_delay: Duration,
     },
     Reject {
@@ -79,14 +83,17 @@ impl Stage {
     pub fn next(&self, input: &Input) -> Option<Stage> {
         use Stage::*;
         match (self, input) {
-            (Pending, Input::Admit { readiness_delay }) if readiness_delay.is_zero() => Some(Ready),
-            (Pending, Input::Admit { .. }) => Some(Starting),
+            (Pending, Input::Admit) => Some(Creating),
+            (Creating, Input::Started { readiness_delay }) if readiness_delay.is_zero() => {
+                Some(Ready)
+            }
+            (Creating, Input::Started { .. }) => Some(Starting),
             (Pending, Input::Reject { reason, message }) => Some(Rejected {
                 reason: reason.clone(),
                 message: message.clone(),
             }),
             (Starting, Input::ReadinessDelayElapsed) => Some(Ready),
-            (Pending | Rejected { .. } | Starting | Ready, Input::DeletionRequested) => {
+            (Pending | Creating | Rejected { .. } | Starting | Ready, Input::DeletionRequested) => {
                 Some(Terminating)
             }
             (Terminating, Input::Stopped) => Some(Terminated),
@@ -96,7 +103,10 @@ impl Stage {
 
     /// Whether the pod holds node resources (counts in admission).
     pub fn holds_resources(&self) -> bool {
-        matches!(self, Stage::Starting | Stage::Ready | Stage::Terminating)
+        matches!(
+            self,
+            Stage::Creating | Stage::Starting | Stage::Ready | Stage::Terminating
+        )
     }
 
     /// The pod's status in this stage; `None` while nothing is to be reported (`Terminated`).
@@ -128,6 +138,16 @@ impl Stage {
                 host_ips: Some(vec![HostIP {
                     ip: facts.host_ip.clone(),
                 }]),
+                ..base
+            }),
+            Stage::Creating => Some(PodStatus {
+                phase: Some("Pending".into()),
+                conditions: Some(conditions(pod, facts, false, false, scheduled)),
+                host_ip: Some(facts.host_ip.clone()),
+                host_ips: Some(vec![HostIP {
+                    ip: facts.host_ip.clone(),
+                }]),
+                container_statuses: Some(creating(pod)),
                 ..base
             }),
             Stage::Rejected { reason, message } => Some(PodStatus {
@@ -256,6 +276,29 @@ fn container_statuses(
         .collect()
 }
 
+/// Containers waiting in `ContainerCreating`.
+fn creating(pod: &Pod) -> Vec<ContainerStatus> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .map(|c| ContainerStatus {
+            name: c.name.clone(),
+            image: normalize_image(c.image.as_deref().unwrap_or("")),
+            ready: false,
+            started: Some(false),
+            state: Some(ContainerState {
+                waiting: Some(ContainerStateWaiting {
+                    reason: Some("ContainerCreating".into()),
+                    message: None,
+                }),
+                ..Default::default()
+            }),
+            last_state: Some(ContainerState::default()),
+            ..Default::default()
+        })
+        .collect()
+}
+
 fn init_statuses(pod: &Pod, facts: &Facts) -> Option<Vec<ContainerStatus>> {
     let inits = pod.spec.as_ref()?.init_containers.as_ref()?;
     let uid = pod.metadata.uid.clone().unwrap_or_default();
@@ -368,10 +411,10 @@ mod tests {
     #[test]
     fn walks_every_allowed_transition() {
         use Stage::*;
-        let admit0 = Input::Admit {
+        let started0 = Input::Started {
             readiness_delay: Duration::ZERO,
         };
-        let admit5 = Input::Admit {
+        let started5 = Input::Started {
             readiness_delay: Duration::from_secs(5),
         };
         let reject = Input::Reject {
@@ -383,18 +426,21 @@ mod tests {
             message: "m".into(),
         };
         let inputs = [
-            admit0.clone(),
-            admit5.clone(),
+            Input::Admit,
+            started0.clone(),
+            started5.clone(),
             reject.clone(),
             Input::ReadinessDelayElapsed,
             Input::DeletionRequested,
             Input::Stopped,
         ];
         let allowed: Vec<(Stage, &Input, Stage)> = vec![
-            (Pending, &admit0, Ready),
-            (Pending, &admit5, Starting),
+            (Pending, &Input::Admit, Creating),
             (Pending, &reject, rejected.clone()),
             (Pending, &Input::DeletionRequested, Terminating),
+            (Creating, &started0, Ready),
+            (Creating, &started5, Starting),
+            (Creating, &Input::DeletionRequested, Terminating),
             (rejected.clone(), &Input::DeletionRequested, Terminating),
             (Starting, &Input::ReadinessDelayElapsed, Ready),
             (Starting, &Input::DeletionRequested, Terminating),
@@ -403,6 +449,7 @@ mod tests {
         ];
         for stage in [
             Pending,
+            Creating,
             rejected.clone(),
             Starting,
             Ready,
@@ -425,6 +472,7 @@ mod tests {
         let f = facts();
         let cases: Vec<(Stage, Option<&str>, Option<bool>)> = vec![
             (Stage::Pending, Some("Pending"), None),
+            (Stage::Creating, Some("Pending"), Some(false)),
             (Stage::Starting, Some("Running"), Some(false)),
             (Stage::Ready, Some("Running"), Some(true)),
             (Stage::Terminating, Some("Running"), Some(false)),
@@ -478,6 +526,17 @@ mod tests {
             ready.message.as_deref(),
             Some("containers with unready status: [nginx]")
         );
+        let creating = Stage::Creating.status(&p, &f).unwrap();
+        let waiting = creating.container_statuses.unwrap()[0]
+            .state
+            .clone()
+            .unwrap()
+            .waiting;
+        assert_eq!(
+            waiting.unwrap().reason.as_deref(),
+            Some("ContainerCreating")
+        );
+        assert!(creating.pod_ip.is_none());
         let rejected = Stage::Rejected {
             reason: "OutOfcpu".into(),
             message:

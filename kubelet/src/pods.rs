@@ -186,11 +186,9 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
             reason: r.reason,
             message: r.message,
         },
-        Ok(()) => Input::Admit {
-            readiness_delay: delay,
-        },
+        Ok(()) => Input::Admit,
     };
-    if let (Input::Admit { .. }, false) = (&input, host_network) {
+    if let (Input::Admit, false) = (&input, host_network) {
         if let Some(ip) = local.ips.allocate() {
             rec.facts.pod_ip = ip;
             rec.owns_ip = true;
@@ -230,22 +228,38 @@ fn adopt(n: &NodeState, pod: &Pod) -> Option<PodRecord> {
     })
 }
 
-/// Report the admission verdict; if admitted, wait for readiness.
+/// Report the admission verdict; if admitted, create and start the containers and wait for
+/// readiness. A lone node first reports `ContainerCreating`, as `kubectl get pods -w` shows on a
+/// real cluster; simulated nodes go straight to Running (half the writes).
 async fn start(k: Arc<Kubelet>, n: Arc<NodeState>, pod: Arc<Pod>, input: Input, delay: Duration) {
+    if let Input::Reject { reason, message } = input {
+        write_status(&k, &n, &pod).await;
+        k.pod_event(&pod, EventType::Warning, &reason, &message)
+            .await;
+        return;
+    }
+    if k.nodes.len() == 1 {
+        write_status(&k, &n, &pod).await;
+        container_events(&k, &pod).await;
+    }
+    {
+        let mut local = n.local();
+        let Some(rec) = local.pods.get_mut(&uid_of(&pod)) else {
+            return;
+        };
+        let Some(next) = rec.stage.next(&Input::Started {
+            readiness_delay: delay,
+        }) else {
+            return;
+        };
+        let now = crate::now();
+        rec.stage = next;
+        rec.facts.started_at = now;
+        rec.facts.ready_at = delay.is_zero().then_some(now);
+    }
     write_status(&k, &n, &pod).await;
-    match input {
-        Input::Reject { reason, message } => {
-            k.pod_event(&pod, EventType::Warning, &reason, &message)
-                .await;
-        }
-        _ => {
-            if k.nodes.len() == 1 {
-                container_events(&k, &pod).await;
-            }
-            if !delay.is_zero() {
-                become_ready(k, n, pod, delay).await;
-            }
-        }
+    if !delay.is_zero() {
+        become_ready(k, n, pod, delay).await;
     }
 }
 

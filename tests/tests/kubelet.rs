@@ -148,6 +148,39 @@ fn bound_pods_run_get_ready_are_rejected_when_too_big_and_finish_deleting() {
     lift_not_ready_taint(&server, "worker0");
 
     let pods = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nginx\nspec:\n  nodeName: worker0\n  containers:\n  - name: nginx\n    image: nginx:1.14.2\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: slow\nspec:\n  nodeName: worker0\n  containers:\n  - name: app\n    image: nginx\n    readinessProbe:\n      httpGet: {port: 80}\n      initialDelaySeconds: 2\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: huge\nspec:\n  nodeName: worker0\n  containers:\n  - name: app\n    image: nginx\n    resources:\n      requests: {cpu: \"5\"}\n";
+    // Watch nginx from the start: Pending, ContainerCreating, then Running, as on a real node.
+    let watch = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+        .get(format!(
+            "{}/api/v1/namespaces/default/pods?watch=true&fieldSelector=metadata.name%3Dnginx&timeoutSeconds=15",
+            server.url
+        ))
+        .send()
+        .unwrap();
+    let seen = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut states = Vec::new();
+        for line in std::io::BufReader::new(watch).lines() {
+            let Ok(ev) = serde_json::from_str::<Value>(&line.unwrap_or_default()) else {
+                break;
+            };
+            let status = &ev["object"]["status"];
+            let waiting = &status["containerStatuses"][0]["state"]["waiting"]["reason"];
+            let state = waiting
+                .as_str()
+                .or(status["phase"].as_str())
+                .unwrap_or("")
+                .to_string();
+            let done = state == "Running";
+            states.push(state);
+            if done {
+                break;
+            }
+        }
+        states
+    });
     server.kubectl_stdin(&["apply", "-f", "-"], Some(pods)).ok();
 
     let row = |name: &str| -> Vec<String> {
@@ -164,6 +197,10 @@ fn bound_pods_run_get_ready_are_rejected_when_too_big_and_finish_deleting() {
     assert_eq!(nginx[1], "1/1");
     assert!(nginx[5].starts_with("10.244.1."), "{nginx:?}");
     assert_eq!(nginx[6], "worker0");
+    let states = seen.join().unwrap();
+    let creating = states.iter().position(|s| s == "ContainerCreating");
+    let running = states.iter().position(|s| s == "Running");
+    assert!(creating.is_some() && creating < running, "{states:?}");
     let pod = json(&server, &["get", "pod", "nginx"]);
     let status = &pod["status"];
     assert_eq!(status["hostIP"], "192.168.10.10");

@@ -237,8 +237,11 @@ fn apply(n: &NodeState, desired: Vec<StaticPod>) {
             local.ips.allocate()
         };
         let stage = Stage::Pending
-            .next(&Input::Admit {
-                readiness_delay: delay,
+            .next(&Input::Admit)
+            .and_then(|s| {
+                s.next(&Input::Started {
+                    readiness_delay: delay,
+                })
             })
             .unwrap_or(Stage::Ready);
         local.pods.insert(
