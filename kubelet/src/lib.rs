@@ -7,6 +7,7 @@
 //! static-pod timer and one HTTP endpoint, so a thousand nodes cost little.
 
 pub mod admission;
+pub mod containers;
 pub mod hash;
 pub mod heartbeat;
 pub mod ipam;
