@@ -85,9 +85,12 @@ pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
                 .await
         }
     });
+    // Conditions are checked every --node-status-update-frequency and posted when the API
+    // server's copy differs (the node lifecycle controller may have set Ready=Unknown) or when
+    // the report period has passed since the last post, as upstream.
     let status = staggered(
         n,
-        k.config.node_status_report_frequency,
+        k.config.node_status_update_frequency,
         shutdown.clone(),
         |due| {
             let k = k.clone();
@@ -96,8 +99,17 @@ pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
                     .for_each_concurrent(CONCURRENCY, |i| {
                         let k = k.clone();
                         async move {
-                            if let Err(e) = post_conditions(&k, &k.nodes[i]).await {
-                                tracing::warn!(node = %k.nodes[i].config.name, error = %e, "posting node status failed");
+                            let n = &k.nodes[i];
+                            let current = k.node_objects.get(&n.config.name);
+                            let last = *n.reported_at.lock().unwrap_or_else(|e| e.into_inner());
+                            let stale = last.is_none_or(|t| {
+                                t.elapsed() >= k.config.node_status_report_frequency
+                            });
+                            if !(stale || conditions_differ(current.as_deref())) {
+                                return;
+                            }
+                            if let Err(e) = post_conditions(&k, n).await {
+                                tracing::warn!(node = %n.config.name, error = %e, "posting node status failed");
                             }
                         }
                     })
@@ -193,7 +205,31 @@ async fn register_once(
     let status = serde_json::to_value(node::status(&n.config, &k.capacity, &k.machine, n.since))?;
     api.patch_status(name, &Patch::Strategic(json!({ "status": status })))
         .await?;
+    *n.reported_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(tokio::time::Instant::now());
     Ok(true)
+}
+
+/// Whether the API server's copy of a node shows other conditions than this kubelet reports
+/// (status and reason of each type; heartbeat times do not count). Unknown nodes do not differ.
+pub fn conditions_differ(node: Option<&Node>) -> bool {
+    let Some(node) = node else { return false };
+    let current: Vec<(&str, &str, Option<&str>)> = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .map(|c| {
+            c.iter()
+                .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref()))
+                .collect()
+        })
+        .unwrap_or_default();
+    node::conditions(crate::now()).iter().any(|want| {
+        !current.contains(&(
+            want.type_.as_str(),
+            want.status.as_str(),
+            want.reason.as_deref(),
+        ))
+    })
 }
 
 /// Post the conditions with a fresh heartbeat time.
@@ -206,6 +242,7 @@ async fn post_conditions(k: &Kubelet, n: &NodeState) -> Result<(), tinykube_clie
         &Patch::Strategic(json!({"status": {"conditions": conditions}})),
     )
     .await?;
+    *n.reported_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(tokio::time::Instant::now());
     Ok(())
 }
 
@@ -285,6 +322,28 @@ mod tests {
     fn leases_renew_every_quarter_of_their_duration() {
         for (secs, want) in [(40, 10_000), (4, 1_000), (0, 250)] {
             assert_eq!(lease_period(secs), Duration::from_millis(want));
+        }
+    }
+
+    #[test]
+    fn conditions_differ_when_someone_else_changed_them() {
+        let node = |conds: serde_json::Value| -> Node {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "n"},
+                                                      "status": {"conditions": conds}}))
+            .unwrap()
+        };
+        let ours = serde_json::to_value(node::conditions(crate::now())).unwrap();
+        let mut unknown = ours.clone();
+        unknown[3]["status"] = "Unknown".into();
+        unknown[3]["reason"] = "NodeStatusUnknown".into();
+        let cases = [
+            (Some(node(ours.clone())), false),
+            (Some(node(unknown)), true),
+            (Some(node(serde_json::json!([]))), true),
+            (None, false),
+        ];
+        for (n, want) in cases {
+            assert_eq!(conditions_differ(n.as_ref()), want, "{n:?}");
         }
     }
 

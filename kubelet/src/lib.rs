@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use k8s_openapi::jiff::Timestamp;
 use tinykube_client::events::{EventType, Recorder};
 use tinykube_client::reflector::{Informer, Store};
@@ -125,6 +125,8 @@ pub(crate) struct NodeState {
     pub since: Timestamp,
     pub lease: Mutex<Option<Lease>>,
     pub local: Mutex<NodeLocal>,
+    /// When its conditions were last posted.
+    pub reported_at: Mutex<Option<tokio::time::Instant>>,
 }
 
 impl NodeState {
@@ -156,6 +158,8 @@ pub(crate) struct Kubelet {
     pub nodes: Vec<Arc<NodeState>>,
     pub by_name: HashMap<String, usize>,
     pub pods: Store<Pod>,
+    /// Our Node objects as the API server has them (to notice conditions changed by others).
+    pub node_objects: Store<Node>,
     pub recorder: Recorder,
     /// Bounds concurrent writes to the API server.
     pub writes: tokio::sync::Semaphore,
@@ -230,6 +234,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
             .into_iter()
             .collect()
     });
+    let node_informer = Informer::new(
+        Api::<Node>::all(client.clone()),
+        match config.nodes.as_slice() {
+            [one] => ListParams::default().fields(&format!("metadata.name={}", one.name)),
+            _ => ListParams::default(),
+        },
+    );
     let now = now();
     let nodes: Vec<Arc<NodeState>> = config
         .nodes
@@ -240,6 +251,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
                 uid: Mutex::new(None),
                 since: now,
                 lease: Mutex::new(None),
+                reported_at: Mutex::new(None),
                 local: Mutex::new(NodeLocal {
                     ips: ipam::PodIps::new(&n.pod_cidr)
                         .or_else(|| ipam::PodIps::new("10.244.0.0/24"))
@@ -264,6 +276,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
         nodes,
         by_name,
         pods: informer.store(),
+        node_objects: node_informer.store(),
         writes: tokio::sync::Semaphore::new(64),
         config,
         finalizing: Mutex::new(HashSet::new()),
@@ -280,6 +293,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
     }
     let notifications = informer.subscribe();
     let informer_task = tokio::spawn(informer.run());
+    let node_informer_task = tokio::spawn(node_informer.run());
     let mut tasks = vec![
         tokio::spawn(heartbeat::run(kubelet.clone(), shutdown.clone())),
         tokio::spawn(pods::run(kubelet.clone(), notifications, shutdown.clone())),
@@ -287,6 +301,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
     ];
     shutdown.cancelled().await;
     informer_task.abort();
+    node_informer_task.abort();
     for t in tasks.drain(..) {
         let _ = tokio::time::timeout(Duration::from_secs(2), t).await;
     }

@@ -58,6 +58,10 @@ struct Flags {
     /// (otherwise every 5m or on change, as upstream).
     #[arg(long, value_parser = go_duration)]
     node_status_update_frequency: Option<Duration>,
+    /// How often unchanged conditions are posted anyway (upstream's nodeStatusReportFrequency)
+    /// [default: 5m, or --node-status-update-frequency when that is given].
+    #[arg(long, value_parser = go_duration)]
+    node_status_report_frequency: Option<Duration>,
     /// Run N nodes in this process, named NAME-0 … NAME-(N-1), sharing watches and timers.
     #[arg(long)]
     simulate_nodes: Option<u32>,
@@ -197,7 +201,8 @@ async fn main() {
             .node_status_update_frequency
             .unwrap_or(Duration::from_secs(10)),
         node_status_report_frequency: flags
-            .node_status_update_frequency
+            .node_status_report_frequency
+            .or(flags.node_status_update_frequency)
             .unwrap_or(Duration::from_secs(300)),
         node_lease_duration_seconds: flags.node_lease_duration_seconds,
         serve_addr: Some(SocketAddr::new(flags.address, flags.read_only_port)),

@@ -441,3 +441,33 @@ fn bad_flags_are_one_line_errors_and_sigterm_stops_it() {
     }));
     assert!(status.unwrap().success());
 }
+
+#[test]
+fn conditions_changed_by_someone_else_are_posted_again() {
+    let server = ApiServer::start().unwrap();
+    let _kubelet = worker0(
+        &server,
+        &[
+            "--node-status-update-frequency",
+            "500ms",
+            "--node-status-report-frequency",
+            "1h",
+        ],
+    );
+    assert!(eventually(WAIT, || ready(&server, "worker0")));
+    // What the node lifecycle controller writes when heartbeats stop.
+    let unknown = r#"{"status":{"conditions":[{"type":"Ready","status":"Unknown","reason":"NodeStatusUnknown","message":"Kubelet stopped posting node status."}]}}"#;
+    let patched = server.kubectl(&[
+        "patch",
+        "node",
+        "worker0",
+        "--subresource=status",
+        "--type=strategic",
+        "-p",
+        unknown,
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+    ]);
+    assert_eq!(patched.ok(), "Unknown");
+    assert!(eventually(WAIT, || ready(&server, "worker0")));
+}
