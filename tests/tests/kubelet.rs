@@ -147,7 +147,7 @@ fn bound_pods_run_get_ready_are_rejected_when_too_big_and_finish_deleting() {
     // No node lifecycle controller here: lift the not-ready taint by hand, as it would.
     lift_not_ready_taint(&server, "worker0");
 
-    let pods = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nginx\nspec:\n  nodeName: worker0\n  containers:\n  - name: nginx\n    image: nginx:1.14.2\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: slow\nspec:\n  nodeName: worker0\n  containers:\n  - name: app\n    image: nginx\n    readinessProbe:\n      httpGet: {port: 80}\n      initialDelaySeconds: 2\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: huge\nspec:\n  nodeName: worker0\n  containers:\n  - name: app\n    image: nginx\n    resources:\n      requests: {cpu: \"5\"}\n";
+    let pods = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nginx\nspec:\n  nodeName: worker0\n  containers:\n  - name: nginx\n    image: nginx:1.14.2\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: slow\nspec:\n  nodeName: worker0\n  containers:\n  - name: app\n    image: nginx\n    readinessProbe:\n      httpGet: {port: 80}\n      initialDelaySeconds: 3\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: huge\nspec:\n  nodeName: worker0\n  containers:\n  - name: app\n    image: nginx\n    resources:\n      requests: {cpu: \"5\"}\n";
     // Watch nginx from the start: Pending, ContainerCreating, then Running, as on a real node.
     let watch = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(20))
@@ -230,11 +230,13 @@ fn bound_pods_run_get_ready_are_rejected_when_too_big_and_finish_deleting() {
         assert!(types.contains(&t), "{types:?}");
     }
 
-    // Readiness waits for the probe's initial delay.
-    assert!(eventually(WAIT, || row("slow")
-        .get(2)
-        .is_some_and(|s| s == "Running")));
-    assert_eq!(row("slow")[1], "0/1");
+    // Readiness waits for the probe's initial delay: the first sight of it Running is not ready.
+    let mut first_running = Vec::new();
+    assert!(eventually(WAIT, || {
+        first_running = row("slow");
+        first_running.get(2).is_some_and(|s| s == "Running")
+    }));
+    assert_eq!(first_running[1], "0/1");
     assert!(eventually(WAIT, || row("slow")
         .get(1)
         .is_some_and(|s| s == "1/1")));
@@ -308,6 +310,8 @@ fn a_killed_kubelet_stops_renewing_its_lease() {
     // Renewed every second (a quarter of 4 s).
     assert!(eventually(WAIT, || renew().is_some_and(|r| r != first)));
     kubelet.kill9();
+    // A renewal sent just before the kill may still land.
+    std::thread::sleep(Duration::from_millis(300));
     let last = renew().unwrap();
     std::thread::sleep(Duration::from_millis(2500));
     assert_eq!(
