@@ -184,6 +184,28 @@ fn up_prints_the_export_line_and_every_node_is_ready() {
     };
     assert!(eventually(WAIT, || phase(&up) == "Running"));
 
+    // The whole stack: a Deployment's pods are scheduled to the workers and run there.
+    assert!(
+        up.kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2"
+        ])
+        .0
+    );
+    let running = |up: &Up| {
+        let (_, out) = up.kubectl(&["get", "pods", "-l", "app=web", "-o", "wide", "--no-headers"]);
+        table_rows(&out)
+            .iter()
+            .filter(|r| {
+                r[2] == "Running" && r[6].starts_with("worker") && r[5].starts_with("10.244.")
+            })
+            .count()
+    };
+    assert!(eventually(WAIT, || running(&up) == 2));
+
     // A killed kubelet is reported, with the command to start it again.
     let pid = up.child.id();
     let victims = children(pid, "hostname-override worker1");
