@@ -46,6 +46,14 @@ struct Inner<K> {
 }
 
 impl<K> Inner<K> {
+    fn stamp(&self, name: &str, value: &str) -> u64 {
+        self.stamps
+            .get(name)
+            .and_then(|s| s.get(value))
+            .copied()
+            .unwrap_or(0)
+    }
+
     fn unindex(&mut self, key: &str, obj: &K) {
         for (name, f) in &self.index_fns {
             if let Some(idx) = self.indexes.get_mut(name) {
@@ -117,11 +125,7 @@ where
 
     /// The stamp [`Store::by_index_stamped`] would return now, without collecting the objects.
     pub fn index_stamp(&self, name: &str, value: &str) -> u64 {
-        self.inner
-            .read()
-            .ok()
-            .and_then(|i| i.stamps.get(name)?.get(value).copied())
-            .unwrap_or(0)
+        self.inner.read().map(|i| i.stamp(name, value)).unwrap_or(0)
     }
 
     /// [`Store::by_index`] with a stamp of those objects: the same stamp later means the very
@@ -130,12 +134,7 @@ where
         let Ok(inner) = self.inner.read() else {
             return (Vec::new(), 0);
         };
-        let stamp = inner
-            .stamps
-            .get(name)
-            .and_then(|s| s.get(value))
-            .copied()
-            .unwrap_or(0);
+        let stamp = inner.stamp(name, value);
         let objects = inner
             .indexes
             .get(name)

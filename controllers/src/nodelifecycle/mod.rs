@@ -85,35 +85,33 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
                 move || resync.enqueue_all(),
             )
         };
-        let monitor = {
-            let c = c.clone();
-            async move {
-                c.nodes.clone().wait_ready().await;
-                c.leases.clone().wait_ready().await;
-                c.pods.clone().wait_ready().await;
-                let mut tick =
-                    tokio::time::interval(period.max(std::time::Duration::from_millis(100)));
-                loop {
-                    tick.tick().await;
-                    c.enqueue_all();
-                }
-            }
-        };
         let run = {
             let c = c.clone();
             async move {
                 c.nodes.clone().wait_ready().await;
                 c.leases.clone().wait_ready().await;
                 c.pods.clone().wait_ready().await;
+                // Every node is looked at each period; notifications only bring a node forward.
+                let ticker = {
+                    let c = c.clone();
+                    async move {
+                        let period = period.max(std::time::Duration::from_millis(100));
+                        let mut tick = tokio::time::interval(period);
+                        loop {
+                            tick.tick().await;
+                            c.enqueue_all();
+                        }
+                    }
+                };
                 let s = c.clone();
-                run_workers("nodelifecycle", c.queue.clone(), 2, move |key| {
+                let workers = run_workers("nodelifecycle", c.queue.clone(), 2, move |key| {
                     let s = s.clone();
                     async move { s.sync(&key).await }
-                })
-                .await;
+                });
+                tokio::join!(ticker, workers);
             }
         };
-        tokio::join!(on_node, on_pod, monitor, run);
+        tokio::join!(on_node, on_pod, run);
     })
 }
 

@@ -80,10 +80,6 @@ impl Controller {
                     self.mark_pods_not_ready(name, now).await;
                 }
             }
-        } else {
-            // Check again right when the grace period would run out.
-            self.queue
-                .add_after(name, grace - silent + std::time::Duration::from_millis(50));
         }
 
         if let Some(taints) = reconciled_taints(&node, now) {
