@@ -75,6 +75,17 @@ impl Layout {
     pub fn manifests(&self, node: &str) -> PathBuf {
         self.root.join("nodes").join(node).join("manifests")
     }
+    /// `run/COMPONENT.pid` and `run/COMPONENT.sh`: which process a component is, and how to
+    /// start it again by hand.
+    pub fn run_dir(&self) -> PathBuf {
+        self.root.join("run")
+    }
+    pub fn pid_file(&self, component: &str) -> PathBuf {
+        self.run_dir().join(format!("{component}.pid"))
+    }
+    pub fn restart_script(&self, component: &str) -> PathBuf {
+        self.run_dir().join(format!("{component}.sh"))
+    }
 }
 
 /// One node of the cluster and how its kubelet describes it.

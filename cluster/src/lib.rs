@@ -25,8 +25,6 @@ use crate::process::{Component, Exit};
 /// How long the nodes may take to become Ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
-/// How long the controller manager gets to lift the not-ready taint of Ready nodes.
-const TAINT_FALLBACK: Duration = Duration::from_secs(6);
 
 /// What `tinykube up` was asked for; unset values come from the saved cluster, then defaults.
 #[derive(Debug, Clone)]
@@ -37,6 +35,10 @@ pub struct Config {
     pub port: Option<u16>,
     /// Where the component binaries are (the launcher's own directory).
     pub bin_dir: PathBuf,
+    /// The controller manager's `--node-monitor-grace-period` (upstream's 40 s when unset);
+    /// below 40 s the kubelets' node leases are shortened to match, so that a healthy node
+    /// never misses it.
+    pub node_monitor_grace_period: Option<Duration>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -201,13 +203,23 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
         }
         if let Some(bin) = &cm_bin {
             let log = layout.log("controller-manager");
+            let mut args = master.clone();
+            if let Some(grace) = config.node_monitor_grace_period {
+                args.extend([
+                    "--node-monitor-grace-period".into(),
+                    format!("{}ms", grace.as_millis()),
+                ]);
+            }
             let (c, _) =
-                process::spawn("controller-manager", bin, &master, &log, false, tx.clone()).await?;
+                process::spawn("controller-manager", bin, &args, &log, false, tx.clone()).await?;
             procs.components.push(c);
         }
         for p in &plans {
             let mut args = master.clone();
             args.extend(p.args(&layout));
+            if let Some(lease) = config.node_monitor_grace_period.and_then(lease_for_grace) {
+                args.extend(["--node-lease-duration-seconds".into(), lease.to_string()]);
+            }
             let name = p.component();
             let (c, _) = process::spawn(
                 &name,
@@ -219,6 +231,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
             )
             .await?;
             procs.components.push(c);
+        }
+        let run_dir = layout.run_dir();
+        std::fs::create_dir_all(&run_dir).map_err(io_err(&run_dir))?;
+        for c in &procs.components {
+            write_run_files(&layout, c)?;
         }
         wait_ready(&client, &node_names, &mut procs, &mut exits, &shutdown).await?;
         if cm_bin.is_none() {
@@ -236,27 +253,6 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
             return Err(e);
         }
     };
-    if cm_bin.is_some() {
-        // The controller manager's node lifecycle controller lifts the not-ready taint. Until
-        // tinykube's has one (it may be older than this launcher), do it after its first
-        // monitor period, so that pods schedule either way.
-        let client = Client::new(tinykube_client::Config {
-            server: url.clone(),
-            token: None,
-        })?;
-        let names = node_names.clone();
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = stop.cancelled() => {}
-                _ = tokio::time::sleep(TAINT_FALLBACK) => {
-                    if lift_not_ready_taints(&client, &names).await > 0 {
-                        eprintln!("tinykube: no node lifecycle controller lifted the not-ready taint of the Ready nodes; tinykube up did");
-                    }
-                }
-            }
-        });
-    }
     let kubeconfig = layout.kubeconfig();
     std::fs::write(&kubeconfig, layout::kubeconfig(&url)).map_err(io_err(&kubeconfig))?;
     let names: Vec<&str> = procs.components.iter().map(|c| c.name.as_str()).collect();
@@ -280,13 +276,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
                 procs.exited.insert(e.name.clone());
                 if let Some(c) = procs.find(&e.name) {
                     eprintln!(
-                        "tinykube: {} (pid {}) {}; it is not restarted. Log: {}\n  restart it by hand: {} >>{} 2>&1 &",
+                        "tinykube: {} (pid {}) {}; it is not restarted. Log: {}\n  restart it by hand: {} &",
                         c.name,
                         c.pid,
                         process::describe(e.status),
                         c.log.display(),
-                        c.command,
-                        c.log.display()
+                        layout.restart_script(&c.name).display()
                     );
                 }
             }
@@ -294,6 +289,35 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
     }
     eprintln!("tinykube: stopping the cluster");
     procs.stop(&mut exits).await;
+    Ok(())
+}
+
+/// The node lease (in seconds) that keeps heartbeats well inside `grace`, when upstream's
+/// 40 s lease would not: renewed every quarter of its duration, it is renewed about four
+/// times per grace period.
+fn lease_for_grace(grace: Duration) -> Option<u64> {
+    let secs = grace.as_secs();
+    (secs < 40).then_some(secs.max(2))
+}
+
+/// `run/COMPONENT.pid` (the process to kill to simulate a failure) and `run/COMPONENT.sh`,
+/// which starts the component again by hand with the same flags and log, recording its new pid.
+fn write_run_files(layout: &Layout, c: &Component) -> Result<(), ClusterError> {
+    let pid = layout.pid_file(&c.name);
+    std::fs::write(&pid, format!("{}\n", c.pid)).map_err(io_err(&pid))?;
+    let script = layout.restart_script(&c.name);
+    let text = format!(
+        "#!/bin/sh\n# Starts {name} of this cluster again (tinykube up does not restart a component\n# that died); run it in the background: {path} &\necho $$ > {pid}\nexec {command} >>{log} 2>&1\n",
+        name = c.name,
+        path = script.display(),
+        pid = process::shell_quote(&pid.display().to_string()),
+        command = c.command,
+        log = process::shell_quote(&c.log.display().to_string()),
+    );
+    std::fs::write(&script, text).map_err(io_err(&script))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        .map_err(io_err(&script))?;
     Ok(())
 }
 

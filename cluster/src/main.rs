@@ -35,7 +35,16 @@ enum Cmd {
         /// dir's cluster had].
         #[arg(long)]
         port: Option<u16>,
+        /// How long a node may go without a heartbeat before the controller manager marks it
+        /// Unknown (upstream's `--node-monitor-grace-period`, 40s); shorter values (e.g. 10s)
+        /// also shorten the kubelets' node leases, for node failure demos that take seconds.
+        #[arg(long, value_parser = go_duration)]
+        node_monitor_grace_period: Option<std::time::Duration>,
     },
+}
+
+fn go_duration(s: &str) -> Result<std::time::Duration, String> {
+    tinykube_proto::duration::parse(s).map_err(|e| e.to_string())
 }
 
 fn fail(message: &str) -> ! {
@@ -71,6 +80,7 @@ async fn main() {
         masters,
         data_dir,
         port,
+        node_monitor_grace_period,
     } = flags.command;
     let bin_dir = std::env::current_exe()
         .ok()
@@ -82,6 +92,7 @@ async fn main() {
         masters,
         port,
         bin_dir,
+        node_monitor_grace_period,
     };
     let shutdown = CancellationToken::new();
     let signal = shutdown.clone();

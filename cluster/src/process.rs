@@ -36,7 +36,7 @@ fn append(log: &Path) -> std::io::Result<std::fs::File> {
         .open(log)
 }
 
-fn shell_quote(s: &str) -> String {
+pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:,".contains(c))

@@ -55,6 +55,10 @@ pub fn render(s: &Summary) -> String {
     );
     let _ = writeln!(
         out,
+        "  processes     {root}/run/COMPONENT.pid; {root}/run/COMPONENT.sh starts one again"
+    );
+    let _ = writeln!(
+        out,
         "  data          {root} (`tinykube up --data-dir {root}` resumes it)"
     );
     if !s.controller_manager {

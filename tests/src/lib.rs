@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+pub mod lab;
+
 /// Folder of the workspace's built binaries (`target/debug`), found from the test executable.
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");

@@ -206,13 +206,13 @@ fn up_prints_the_export_line_and_every_node_is_ready() {
     };
     assert!(eventually(WAIT, || running(&up) == 2));
 
-    // A killed kubelet is reported, with the command to start it again.
+    // A killed kubelet is reported, with the script that starts it again; its pid file names it.
     let pid = up.child.id();
     let victims = children(pid, "hostname-override worker1");
     assert_eq!(victims.len(), 1);
-    let _ = Command::new("kill")
-        .args(["-9", &victims[0].to_string()])
-        .status();
+    let pid_file = std::fs::read_to_string(data.join("run/kubelet-worker1.pid")).unwrap();
+    assert_eq!(pid_file.trim(), victims[0].to_string());
+    let _ = Command::new("kill").args(["-9", pid_file.trim()]).status();
     assert!(eventually(WAIT, || up
         .stderr
         .lock()
@@ -223,7 +223,31 @@ fn up_prints_the_export_line_and_every_node_is_ready() {
         err.contains("killed by signal 9") && err.contains("not restarted"),
         "{err}"
     );
-    assert!(err.contains("--hostname-override worker1"), "{err}");
+    let script = data.join("run/kubelet-worker1.sh");
+    assert!(
+        err.contains(&format!("restart it by hand: {} &", script.display())),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(text.contains("--hostname-override worker1"), "{text}");
+    // The script starts it again: the node renews its lease under a new pid.
+    let restarted = Command::new("sh")
+        .arg(&script)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(eventually(WAIT, || std::fs::read_to_string(
+        data.join("run/kubelet-worker1.pid")
+    )
+    .is_ok_and(|p| p.trim() == restarted.id().to_string())));
+    let cmdline = format!("/proc/{}/cmdline", restarted.id());
+    assert!(eventually(WAIT, || std::fs::read(&cmdline).is_ok_and(
+        |c| String::from_utf8_lossy(&c).contains("tinykube-kubelet")
+    )));
+    let mut restarted = restarted;
+    let _ = restarted.kill();
+    let _ = restarted.wait();
 
     // Ctrl-C stops everything.
     let children_before = children(pid, "tinykube-");

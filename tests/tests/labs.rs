@@ -1,0 +1,44 @@
+//! Every page of `labs/` replayed against a fresh `tinykube up`: each command block runs and
+//! prints what the page shows (see `tests/src/lab.rs` for the format and `labs/README.md`).
+
+use std::path::PathBuf;
+
+fn labs_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../labs")
+}
+
+fn replay(page: &str) {
+    if let Err(e) = tinykube_tests::lab::replay(&labs_dir().join(page)) {
+        panic!("{e:#}");
+    }
+}
+
+/// The lab pages, each its own test so that they run side by side.
+macro_rules! labs {
+    ($($test:ident => $page:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                replay($page);
+            }
+        )*
+
+        #[test]
+        fn every_page_is_replayed() {
+            let listed = [$($page),*];
+            let mut pages: Vec<String> = std::fs::read_dir(labs_dir())
+                .expect("labs/")
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".md") && n != "README.md")
+                .collect();
+            pages.sort();
+            for page in &pages {
+                assert!(listed.contains(&page.as_str()), "labs/{page} has no test in tests/tests/labs.rs");
+            }
+        }
+    };
+}
+
+labs! {
+    nodes_and_labels => "01-nodes-and-labels.md",
+}
