@@ -104,6 +104,24 @@ fn resolve_priority(state: &AppState, info: &ResourceInfo, pod: &mut Value) -> A
             ));
         }
     }
+    // As upstream, PreemptLowerPriority when no class applies (or the class names none).
+    let policy = class
+        .as_ref()
+        .and_then(|c| c.get("preemptionPolicy").and_then(Value::as_str))
+        .unwrap_or("PreemptLowerPriority")
+        .to_string();
+    if let Some(given) = pod
+        .pointer("/spec/preemptionPolicy")
+        .and_then(Value::as_str)
+    {
+        if given != policy {
+            return Err(forbidden(
+                info,
+                object::name(pod),
+                format!("the string value of PreemptionPolicy ({given}) must not be provided in pod spec; priority admission controller computed {policy} from the given PriorityClass name"),
+            ));
+        }
+    }
     if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
         spec.insert("priority".into(), value.into());
         if let Some(c) = &class {
@@ -112,12 +130,8 @@ fn resolve_priority(state: &AppState, info: &ResourceInfo, pod: &mut Value) -> A
                     spec.insert("priorityClassName".into(), name.clone());
                 }
             }
-            let policy = c
-                .get("preemptionPolicy")
-                .cloned()
-                .unwrap_or_else(|| "PreemptLowerPriority".into());
-            spec.insert("preemptionPolicy".into(), policy);
         }
+        spec.insert("preemptionPolicy".into(), policy.into());
     }
     Ok(())
 }

@@ -156,6 +156,7 @@ fn pod_defaults_are_upstream_ones() {
     assert_eq!(get(".spec.terminationGracePeriodSeconds"), "30");
     assert_eq!(get(".spec.dnsPolicy"), "ClusterFirst");
     assert_eq!(get(".spec.priority"), "0");
+    assert_eq!(get(".spec.preemptionPolicy"), "PreemptLowerPriority");
     assert_eq!(get(".status.phase"), "Pending");
     assert_eq!(get(".status.qosClass"), "BestEffort");
     let tolerations = get(".spec.tolerations[*].key");
@@ -164,4 +165,11 @@ fn pod_defaults_are_upstream_ones() {
         "node.kubernetes.io/not-ready node.kubernetes.io/unreachable"
     );
     assert_eq!(get(".spec.tolerations[0].tolerationSeconds"), "300");
+    // Priority admission computes preemptionPolicy; a pod may not ask for another one.
+    let never = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: never\nspec:\n  preemptionPolicy: Never\n  containers:\n  - name: c\n    image: nginx\n";
+    let out = server.kubectl_stdin(&["create", "-f", "-"], Some(never));
+    assert_eq!(
+        out.fails(),
+        "Error from server (Forbidden): error when creating \"STDIN\": pods \"never\" is forbidden: the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission controller computed PreemptLowerPriority from the given PriorityClass name\n"
+    );
 }

@@ -120,6 +120,31 @@ fn validate_spec(kind: Workload, obj: &Value) -> Vec<FieldError> {
     errs
 }
 
+/// The annotation in which apps/v1 carries a DaemonSet's template generation (upstream's
+/// internal `spec.templateGeneration`).
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+fn template_generation(obj: &Value) -> Option<i64> {
+    obj.pointer("/metadata/annotations")?
+        .get(TEMPLATE_GENERATION)?
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+fn set_template_generation(obj: &mut Value, generation: i64) {
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+    if !annotations.is_object() {
+        *annotations = json!({});
+    }
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert(TEMPLATE_GENERATION.into(), generation.to_string().into());
+    }
+}
+
 impl Strategy for WorkloadStrategy {
     fn default(&self, obj: &mut Value) {
         let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
@@ -174,6 +199,20 @@ impl Strategy for WorkloadStrategy {
                     json!({"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0}),
                 );
             }
+            let given = template_generation(obj).filter(|&g| g >= 1);
+            set_template_generation(obj, given.unwrap_or(1));
+        }
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        if self.0 == Workload::DaemonSet {
+            // Server-owned, as upstream's spec.templateGeneration: kept from the stored object,
+            // one more when the pod template changes.
+            let mut generation = template_generation(old).unwrap_or(1);
+            if new.pointer("/spec/template") != old.pointer("/spec/template") {
+                generation += 1;
+            }
+            set_template_generation(new, generation);
         }
     }
 
@@ -225,6 +264,36 @@ mod tests {
         assert!(d["spec"]["template"]["spec"]
             .get("enableServiceLinks")
             .is_none());
+    }
+
+    #[test]
+    fn daemonset_template_generation_is_server_owned() {
+        let s = WorkloadStrategy(Workload::DaemonSet);
+        let generation = |o: &Value| {
+            o["metadata"]["annotations"]["deprecated.daemonset.template.generation"].clone()
+        };
+        let mut ds = deployment();
+        s.default(&mut ds);
+        s.prepare_for_create(&mut ds);
+        assert_eq!(generation(&ds), "1");
+        // Another spec field: same template generation; a client's value is ignored.
+        let mut strategy = ds.clone();
+        strategy["spec"]["updateStrategy"] = json!({"type": "OnDelete"});
+        strategy["metadata"]["annotations"] = json!({"x": "y"});
+        s.default(&mut strategy);
+        s.prepare_for_update(&mut strategy, &ds);
+        assert_eq!(generation(&strategy), "1");
+        assert_eq!(strategy["metadata"]["annotations"]["x"], "y");
+        // A template change: one more.
+        let mut image = strategy.clone();
+        image["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.16".into();
+        s.default(&mut image);
+        s.prepare_for_update(&mut image, &strategy);
+        assert_eq!(generation(&image), "2");
+        // Not for other workloads.
+        let mut d = deployment();
+        WorkloadStrategy(Workload::Deployment).prepare_for_create(&mut d);
+        assert!(d["metadata"].get("annotations").is_none());
     }
 
     #[test]
