@@ -4,6 +4,7 @@
 //! One entry, [`run`]. Informers (pods indexed by node, nodes) feed a [`queue::Queue`]; each
 //! popped pod goes through [`schedule_one`] against a [`cache::Cache`] snapshot.
 
+pub mod binding;
 pub mod cache;
 pub mod config;
 pub mod framework;
@@ -61,8 +62,10 @@ pub struct Scheduler {
     pub client: Client,
     pub cache: Cache,
     pub queue: Queue,
-    /// Profiles by scheduler name.
-    pub profiles: HashMap<String, config::Profile>,
+    /// Each profile's framework, by scheduler name.
+    pub profiles: HashMap<String, Arc<framework::Framework>>,
+    /// What plugins reach beyond the pod and the nodes (listers, the waiting pods).
+    pub handle: framework::Handle,
     pub rng: Mutex<StdRng>,
     pub host: String,
     pub metrics: metrics::Metrics,
@@ -181,22 +184,30 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         Some(s) => StdRng::seed_from_u64(s),
         None => StdRng::from_os_rng(),
     };
+    let handle = framework::Handle {
+        client: client.clone(),
+        replica_sets: Arc::new(framework::handle::Fixed::new([])),
+        pdbs: Arc::new(framework::handle::Fixed::new([])),
+        waiting: Default::default(),
+    };
     let sched = Arc::new(Scheduler {
         client,
         cache: Cache::new(node_store.clone(), pod_store.clone()),
         queue: Queue::default(),
         profiles: config
             .profiles
-            .into_iter()
-            .map(|p| (p.scheduler_name.clone(), p))
+            .iter()
+            .map(|p| {
+                let fw = framework::Framework::new(p, &handle);
+                (p.scheduler_name.clone(), Arc::new(fw))
+            })
             .collect(),
+        handle,
         rng: Mutex::new(rng),
         host: config.host,
         metrics: metrics::Metrics::default(),
         next_start_node: Default::default(),
-        binding_slots: Arc::new(tokio::sync::Semaphore::new(
-            schedule_one::MAX_BINDINGS_IN_FLIGHT,
-        )),
+        binding_slots: Arc::new(tokio::sync::Semaphore::new(binding::MAX_BINDINGS_IN_FLIGHT)),
     });
     if let Some(addr) = config.health_addr {
         let listener = metrics::bind(addr)
@@ -241,6 +252,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
                         }
                         Ok(Notification::Delete(p)) => {
                             sched.queue.remove(&key_of(p.as_ref()));
+                            // A pod held at Permit that is deleted is let go, as upstream's.
+                            sched.handle.waiting.reject(&framework::waiting::pod_key(&p), "removed");
                             if node_of(&p).is_some() {
                                 sched.queue.cluster_changed();
                             }

@@ -1,6 +1,7 @@
-//! One scheduling cycle: filter every node in plugin order, score the feasible ones, pick the
-//! best (ties at random, or seeded), assume, bind through pods/binding, and record the outcome
-//! as upstream does (Scheduled / FailedScheduling events, the PodScheduled condition).
+//! The scheduling cycle of one pod: filter the nodes in plugin order, score the feasible ones,
+//! pick the best (ties at random, or seeded), assume it there, Reserve and Permit; then hand
+//! it to the binding cycle ([`crate::binding`]). A pod that fits nowhere goes through
+//! DefaultPreemption and is reported as upstream does (FailedScheduling, PodScheduled=False).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -11,27 +12,17 @@ use rand::Rng;
 use serde_json::json;
 use tinykube_client::{Api, Patch};
 
+use crate::binding::{self, Nomination};
 use crate::cache::node_of;
-use crate::framework::{CycleState, Diagnosis, NodeInfo, Status};
+use crate::framework::{CycleState, Diagnosis, Framework, NodeInfo, Status};
 use crate::metrics::Outcome;
 use crate::plugins::default_preemption::{self, Outcome as Preemption};
-use crate::plugins::Weighted;
 use crate::Scheduler;
 
 /// Where a pod may go, or why it may go nowhere.
 pub enum Decision {
     Node(String),
     Unschedulable(Diagnosis),
-}
-
-/// Run the filters in order; the first that fails decides.
-pub fn run_filters(plugins: &[Weighted], pod: &Pod, node: &NodeInfo, state: &CycleState) -> Status {
-    plugins
-        .iter()
-        .filter(|w| w.filters)
-        .map(|w| w.plugin.filter(pod, node, state))
-        .find(|s| !s.is_success())
-        .unwrap_or(Status::Success)
 }
 
 /// `nodes` with the pods nominated to each (after preemption) that are at least as important
@@ -78,27 +69,26 @@ pub fn feasible_nodes_to_find(nodes: usize) -> usize {
     (nodes * percentage / 100).max(MIN_FEASIBLE)
 }
 
-/// Filter and score `pod` against `nodes` with a profile's plugins.
+/// Filter and score `pod` against `nodes` with a profile's framework; the decision and the
+/// cycle's state (which the binding cycle carries on).
 pub fn decide(
     sched: &Scheduler,
-    plugins: &[Weighted],
+    fw: &Framework,
     pod: &Pod,
     nodes: &[Arc<NodeInfo>],
-) -> Decision {
+) -> (Decision, CycleState) {
     let augmented = with_nominated(sched, pod, nodes);
     let filter_view = augmented.as_deref().unwrap_or(nodes);
     let mut state = CycleState::for_pod(pod);
-    for w in plugins {
-        w.plugin.pre_filter(pod, filter_view, &mut state);
-    }
+    fw.run_pre_filter(pod, filter_view, &mut state);
     // A pod nominated by an earlier preemption goes to that node if it now fits there.
     let nominated = pod
         .status
         .as_ref()
         .and_then(|s| s.nominated_node_name.as_deref());
     if let Some(i) = nominated.and_then(|n| filter_view.iter().position(|x| x.name() == n)) {
-        if run_filters(plugins, pod, &filter_view[i], &state).is_success() {
-            return Decision::Node(filter_view[i].name().to_string());
+        if fw.run_filters(pod, &filter_view[i], &state).is_success() {
+            return (Decision::Node(filter_view[i].name().to_string()), state);
         }
     }
     // As upstream, filtering stops once enough feasible nodes are found, and the next cycle
@@ -114,7 +104,7 @@ pub fn decide(
     let (mut found, mut visited) = (0, 0);
     while visited < total && found < wanted {
         let i = (start + visited) % total;
-        let status = run_filters(plugins, pod, &filter_view[i], &state);
+        let status = fw.run_filters(pod, &filter_view[i], &state);
         found += usize::from(status.is_success());
         statuses[i] = Some(status);
         visited += 1;
@@ -132,26 +122,16 @@ pub fn decide(
     if feasible.is_empty() {
         // Every node was visited.
         let statuses = statuses.into_iter().flatten().collect();
-        return Decision::Unschedulable(Diagnosis { statuses });
+        return (Decision::Unschedulable(Diagnosis { statuses }), state);
     }
-    let mut totals = vec![0i64; feasible.len()];
-    for w in plugins.iter().filter(|w| w.plugin.scores() && w.weight > 0) {
-        let mut scores: Vec<i64> = feasible
-            .iter()
-            .map(|n| w.plugin.score(pod, n, &state))
-            .collect();
-        w.plugin.normalize(&mut scores);
-        for (t, s) in totals.iter_mut().zip(scores) {
-            *t += s * w.weight;
-        }
-    }
+    let totals = fw.run_scores(pod, &feasible, &state);
     let best = totals.iter().copied().max().unwrap_or(0);
     let winners: Vec<usize> = (0..feasible.len()).filter(|i| totals[*i] == best).collect();
     let pick = {
         let mut rng = sched.rng.lock().unwrap_or_else(|e| e.into_inner());
         winners[rng.random_range(0..winners.len())]
     };
-    Decision::Node(feasible[pick].name().to_string())
+    (Decision::Node(feasible[pick].name().to_string()), state)
 }
 
 fn priority(pod: &Pod) -> i32 {
@@ -161,6 +141,7 @@ fn priority(pod: &Pod) -> i32 {
 /// Schedule the pod at `key` (`namespace/name`).
 pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
     let Some(pod) = sched.cache.pods.get(key) else {
+        sched.queue.remove(key);
         return;
     };
     if node_of(&pod).is_some() || pod.metadata.deletion_timestamp.is_some() {
@@ -168,7 +149,7 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
         return;
     }
     if sched.cache.is_assumed(key, &pod) {
-        // Its binding is in flight; it comes back through the queue only if that fails.
+        // Its binding cycle is under way; it comes back through the queue only if that fails.
         return;
     }
     let scheduler_name = pod
@@ -176,162 +157,111 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
         .as_ref()
         .and_then(|s| s.scheduler_name.clone())
         .unwrap_or_else(|| "default-scheduler".into());
-    let Some(profile) = sched.profiles.get(&scheduler_name) else {
+    let Some(fw) = sched.profiles.get(&scheduler_name).cloned() else {
         sched.queue.remove(key);
         return;
     };
     let started = std::time::Instant::now();
     let nodes = sched.cache.snapshot();
-    let ns = pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
-    let name = pod.metadata.name.clone().unwrap_or_default();
-    let pods: Api<Pod> = Api::namespaced(sched.client.clone(), &ns);
-    match decide(sched, &profile.plugins, &pod, &nodes) {
-        Decision::Node(node) => {
-            // Assume, then bind beside the next scheduling cycle, as upstream's binding cycle
-            // does: the next pod already sees this one on its node.
+    match decide(sched, &fw, &pod, &nodes) {
+        (Decision::Node(node), mut state) => {
+            // Assume: the next pod already sees this one on its node.
             sched.cache.assume(key, &node, pod.clone());
-            let Ok(slot) = sched.binding_slots.clone().acquire_owned().await else {
+            let mut status = fw.run_reserve(&pod, &node, &mut state);
+            let mut held = false;
+            if status.is_success() {
+                match fw.run_permit(&pod, &node, &state) {
+                    Ok(waits) => held = waits,
+                    Err(s) => status = s,
+                }
+            }
+            if !status.is_success() {
+                fw.run_unreserve(&pod, &node, &mut state);
+                sched.cache.forget(key);
+                binding::fail(sched, &fw, &pod, key, &status, started).await;
                 return;
+            }
+            // Bind beside the next scheduling cycle, as upstream's binding cycle does. At most
+            // MAX_BINDINGS_IN_FLIGHT bind at once; a pod held at Permit takes its slot only
+            // once it is let through, so held pods never stall scheduling.
+            let slot = if held {
+                None
+            } else {
+                match sched.binding_slots.clone().acquire_owned().await {
+                    Ok(slot) => Some(slot),
+                    Err(_) => return,
+                }
             };
             let sched = sched.clone();
             let key = key.to_string();
             tokio::spawn(async move {
-                bind(&sched, &pod, &key, &node, &scheduler_name, started).await;
-                drop(slot);
+                let cycle = binding::Cycle {
+                    fw,
+                    pod,
+                    key,
+                    node,
+                    state,
+                    started,
+                };
+                cycle.run(&sched, slot).await;
             });
         }
-        Decision::Unschedulable(diagnosis) => {
-            let fit = diagnosis.fit_error();
-            // PostFilter: DynamicResources has no claims to free; then DefaultPreemption.
-            let preemption = profile.preemption.then(|| {
-                let mut rng = sched.rng.lock().unwrap_or_else(|e| e.into_inner());
-                default_preemption::preempt(&profile.plugins, &pod, &nodes, &diagnosis, &mut *rng)
-            });
-            // The nomination to write: Some(Some(node)) sets it, Some(None) clears it.
-            let (message, nomination) = match &preemption {
-                Some(Preemption::Nominate { node, .. }) => (fit, Some(Some(node.clone()))),
-                Some(Preemption::NotEligible(why)) => (
-                    format!("{fit} no new claims to deallocate, preemption: {why}"),
-                    None,
-                ),
-                Some(Preemption::NotHelpful(summary)) => (
-                    format!("{fit} no new claims to deallocate, preemption: {summary}"),
-                    Some(None),
-                ),
-                None => (format!("{fit} no new claims to deallocate."), None),
-            };
-            sched
-                .metrics
-                .observe(Outcome::Unschedulable, started.elapsed());
-            tracing::info!(pod = %key, %message, "unschedulable");
-            // Parked before the victims go, so their deletion moves the pod back.
-            sched.queue.unschedulable(key, priority(&pod));
-            if let Some(Preemption::Nominate { node, victims }) = &preemption {
-                sched.cache.nominate(key, node, pod.clone());
-                preempt_victims(sched, &pod, &scheduler_name, node, victims).await;
-            }
-            let current_nomination = pod
-                .status
-                .as_ref()
-                .and_then(|s| s.nominated_node_name.clone())
-                .filter(|n| !n.is_empty());
-            let nomination = nomination.filter(|n| *n != current_nomination);
-            let unchanged = nomination.is_none()
-                && pod
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
-                    .is_some_and(|c| {
-                        c.status == "False" && c.message.as_deref() == Some(message.as_str())
-                    });
-            let mut status = json!({"conditions": [{
-                "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
-                "lastProbeTime": null, "lastTransitionTime": Time(tinykube_client::now()),
-                "observedGeneration": pod.metadata.generation,
-            }]});
-            if let Some(n) = &nomination {
-                status["nominatedNodeName"] = json!(n);
-            }
-            if unchanged {
-                // Same verdict as last time: the condition (and its transition time) stands.
-            } else if let Err(e) = pods
-                .patch_status(&name, &Patch::Strategic(json!({ "status": status })))
-                .await
-            {
-                tracing::warn!(pod = %key, error = %e, "could not set the PodScheduled condition");
-            }
-            sched
-                .record(
-                    &pod,
-                    None,
-                    &scheduler_name,
-                    "Warning",
-                    "FailedScheduling",
-                    "Scheduling",
-                    &message,
-                )
-                .await;
+        (Decision::Unschedulable(diagnosis), _) => {
+            unschedulable(sched, &fw, &pod, key, &nodes, &diagnosis, started).await;
         }
     }
 }
 
-/// Bindings that may be in flight at once; the scheduling cycle waits when all are taken.
-pub const MAX_BINDINGS_IN_FLIGHT: usize = 64;
-
-/// The binding cycle of a pod assumed on `node`: `pods/binding`, then the `Scheduled` event;
-/// on failure the assumption is forgotten and the pod retried (or dropped if it is gone).
-async fn bind(
+/// No node fits: try DefaultPreemption, park the pod, and report.
+async fn unschedulable(
     sched: &Arc<Scheduler>,
-    pod: &Pod,
+    fw: &Framework,
+    pod: &Arc<Pod>,
     key: &str,
-    node: &str,
-    scheduler_name: &str,
+    nodes: &[Arc<NodeInfo>],
+    diagnosis: &Diagnosis,
     started: std::time::Instant,
 ) {
-    let ns = pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
-    let name = pod.metadata.name.clone().unwrap_or_default();
-    let pods: Api<Pod> = Api::namespaced(sched.client.clone(), &ns);
-    let binding = json!({"apiVersion": "v1", "kind": "Binding",
-        "metadata": {"name": name, "namespace": ns, "uid": pod.metadata.uid},
-        "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
-    match pods.create_subresource(&name, "binding", &binding).await {
-        Ok(_) => {
-            sched.metrics.observe(Outcome::Scheduled, started.elapsed());
-            sched.queue.done(key);
-            let message = format!("Successfully assigned {ns}/{name} to {node}");
-            tracing::info!(pod = %key, %node, "bound");
-            sched
-                .record(
-                    pod,
-                    None,
-                    scheduler_name,
-                    "Normal",
-                    "Scheduled",
-                    "Binding",
-                    &message,
-                )
-                .await;
-        }
-        Err(e) => {
-            sched.metrics.observe(Outcome::Error, started.elapsed());
-            sched.cache.forget(key);
-            if e.is_not_found() || e.is_conflict() {
-                sched.queue.remove(key);
-            } else {
-                tracing::warn!(pod = %key, error = %e, "binding failed; retrying");
-                sched.queue.retry(key, priority(pod));
-            }
-        }
+    let fit = diagnosis.fit_error();
+    // PostFilter: DynamicResources has no claims to free; then DefaultPreemption.
+    let preemption = fw.preemption.then(|| {
+        let mut rng = sched.rng.lock().unwrap_or_else(|e| e.into_inner());
+        default_preemption::preempt(fw, pod, nodes, diagnosis, &mut *rng)
+    });
+    let (message, nomination) = match &preemption {
+        Some(Preemption::Nominate { node, .. }) => (fit, Nomination::Set(node.clone())),
+        Some(Preemption::NotEligible(why)) => (
+            format!("{fit} no new claims to deallocate, preemption: {why}"),
+            Nomination::Keep,
+        ),
+        Some(Preemption::NotHelpful(summary)) => (
+            format!("{fit} no new claims to deallocate, preemption: {summary}"),
+            Nomination::Clear,
+        ),
+        None => (
+            format!("{fit} no new claims to deallocate."),
+            Nomination::Keep,
+        ),
+    };
+    sched
+        .metrics
+        .observe(Outcome::Unschedulable, started.elapsed());
+    tracing::info!(pod = %key, %message, "unschedulable");
+    // Parked before the victims go, so their deletion moves the pod back.
+    sched.queue.unschedulable(key, priority(pod));
+    if let Some(Preemption::Nominate { node, victims }) = &preemption {
+        sched.cache.nominate(key, node, pod.clone());
+        preempt_victims(sched, pod, &fw.profile_name, node, victims).await;
     }
+    binding::report(
+        sched,
+        pod,
+        &fw.profile_name,
+        "Unschedulable",
+        &message,
+        nomination,
+    )
+    .await;
 }
 
 /// Evict the victims chosen for `preemptor` on `node`, as upstream's preemption does: mark

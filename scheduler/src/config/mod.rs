@@ -6,12 +6,14 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use k8s_openapi::api::core::v1::TopologySpreadConstraint;
+mod args;
+mod plan;
+
 use serde::Deserialize;
 
-use crate::plugins::node_resources_fit::{NodeResourcesFit, Strategy};
-use crate::plugins::pod_topology_spread::{system_defaults, PodTopologySpread};
-use crate::plugins::{self, Weighted};
+pub use plan::Plan;
+
+use crate::plugins;
 
 pub const API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -126,13 +128,15 @@ pub struct PluginConfig {
     pub args: serde_json::Value,
 }
 
-/// One profile, ready to schedule with.
+/// One profile: the plugins to run at each point and their arguments (`Framework::new` builds
+/// them once the scheduler has a cluster to hand them).
+#[derive(Clone)]
 pub struct Profile {
     pub scheduler_name: String,
-    /// Plugins in filter order; each filters, scores (weight > 0), or both.
-    pub plugins: Vec<Weighted>,
-    /// Whether DefaultPreemption runs as the PostFilter.
-    pub preemption: bool,
+    pub plan: Plan,
+    pub args: plugins::Args,
+    /// The profile's percentageOfNodesToScore, else the file's (None: the adaptive default).
+    pub percentage_of_nodes_to_score: Option<i32>,
 }
 
 impl Profile {
@@ -140,8 +144,9 @@ impl Profile {
     pub fn default_named(name: &str) -> Profile {
         Profile {
             scheduler_name: name.to_string(),
-            plugins: plugins::default_plugins(),
-            preemption: true,
+            plan: Plan::defaults(),
+            args: plugins::Args::default(),
+            percentage_of_nodes_to_score: None,
         }
     }
 }
@@ -153,337 +158,8 @@ pub struct Loaded {
     pub kubeconfig: Option<String>,
 }
 
-/// Plugins upstream registers that have nothing to do in tinykube (no volumes, images, ports
-/// or claims): accepted in a configuration, so that upstream's examples load, and ignored.
-const INERT: &[&str] = &[
-    "PrioritySort",
-    "DefaultBinder",
-    "SchedulingGates",
-    "ImageLocality",
-    "NodePorts",
-    "VolumeBinding",
-    "VolumeRestrictions",
-    "VolumeZone",
-    "NodeVolumeLimits",
-    "EBSLimits",
-    "GCEPDLimits",
-    "AzureDiskLimits",
-    "DynamicResources",
-    "NodeDeclaredFeatures",
-];
-
-/// Extension points each working plugin implements: (filters, default score weight or 0).
-fn roles(name: &str) -> Option<(bool, i64)> {
-    Some(match name {
-        "NodeUnschedulable" | "NodeName" => (true, 0),
-        "TaintToleration" => (true, 3),
-        "NodeAffinity" | "PodTopologySpread" | "InterPodAffinity" => (true, 2),
-        "NodeResourcesFit" => (true, 1),
-        "NodeResourcesBalancedAllocation" => (false, 1),
-        _ => return None,
-    })
-}
-
-/// Upstream's default order of the working plugins (filter order).
-const ORDER: &[&str] = &[
-    "NodeUnschedulable",
-    "NodeName",
-    "TaintToleration",
-    "NodeAffinity",
-    "NodeResourcesFit",
-    "NodeResourcesBalancedAllocation",
-    "PodTopologySpread",
-    "InterPodAffinity",
-];
-
-/// A profile's plugin choices while they are being worked out.
-#[derive(Debug, Clone, PartialEq)]
-struct Choices {
-    /// Plugins that filter, in order.
-    filter: Vec<String>,
-    /// Plugins that score, with weights, in order.
-    score: Vec<(String, i64)>,
-    preemption: bool,
-}
-
-impl Choices {
-    fn defaults() -> Choices {
-        Choices {
-            filter: ORDER
-                .iter()
-                .filter(|n| roles(n).is_some_and(|r| r.0))
-                .map(|n| n.to_string())
-                .collect(),
-            score: ORDER
-                .iter()
-                .filter_map(|n| roles(n).filter(|r| r.1 > 0).map(|r| (n.to_string(), r.1)))
-                .collect(),
-            preemption: true,
-        }
-    }
-}
-
-fn check_name(name: &str, at: &str) -> Result<(), ConfigError> {
-    if name == "*" || roles(name).is_some() || name == "DefaultPreemption" || INERT.contains(&name)
-    {
-        return Ok(());
-    }
-    Err(ConfigError::Invalid(format!(
-        "{at}: plugin {name:?} does not exist"
-    )))
-}
-
-fn weight_of(r: &PluginRef, at: &str) -> Result<Option<i64>, ConfigError> {
-    match r.weight {
-        Some(w) if w < 0 => Err(ConfigError::Invalid(format!(
-            "{at}.weight: Invalid value: {w}: must be non-negative"
-        ))),
-        Some(0) | None => Ok(None),
-        Some(w) => Ok(Some(w)),
-    }
-}
-
-/// Apply one extension point's set to the filter list (`filter`), the score list (`score`),
-/// preemption (`postFilter`) or all of them (`multiPoint`).
-fn apply(choices: &mut Choices, point: &str, set: &PluginSet, at: &str) -> Result<(), ConfigError> {
-    let (filter, score, post) = match point {
-        "multiPoint" => (true, true, true),
-        "preFilter" | "filter" => (true, false, false),
-        "preScore" | "score" => (false, true, false),
-        "postFilter" => (false, false, true),
-        _ => (false, false, false),
-    };
-    for (i, d) in set.disabled.iter().enumerate() {
-        check_name(&d.name, &format!("{at}.disabled[{i}]"))?;
-        let all = d.name == "*";
-        if filter {
-            choices.filter.retain(|n| !all && *n != d.name);
-        }
-        if score {
-            choices.score.retain(|(n, _)| !all && *n != d.name);
-        }
-        if post && (all || d.name == "DefaultPreemption") {
-            choices.preemption = false;
-        }
-    }
-    for (i, e) in set.enabled.iter().enumerate() {
-        let here = format!("{at}.enabled[{i}]");
-        if e.name == "*" {
-            return Err(ConfigError::Invalid(format!(
-                "{here}: plugin \"*\" may only be disabled"
-            )));
-        }
-        check_name(&e.name, &here)?;
-        let weight = weight_of(e, &here)?;
-        if post && e.name == "DefaultPreemption" {
-            choices.preemption = true;
-        }
-        let Some((filters, default_weight)) = roles(&e.name) else {
-            continue;
-        };
-        if filter && filters && !choices.filter.contains(&e.name) {
-            choices.filter.push(e.name.clone());
-        }
-        let scores = default_weight > 0;
-        if score && scores {
-            let w = weight.unwrap_or(default_weight);
-            match choices.score.iter_mut().find(|(n, _)| *n == e.name) {
-                Some(entry) => entry.1 = w,
-                None => choices.score.push((e.name.clone(), w)),
-            }
-        }
-        if point == "score" && !scores {
-            return Err(ConfigError::Invalid(format!(
-                "{here}: plugin {:?} does not extend score",
-                e.name
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Arguments of the plugins that take any, from `pluginConfig`.
-#[derive(Default)]
-struct Args {
-    fit: NodeResourcesFit,
-    spread_defaults: Vec<TopologySpreadConstraint>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct FitArgs {
-    scoring_strategy: Option<ScoringStrategy>,
-    #[serde(default)]
-    ignored_resources: Vec<String>,
-    #[serde(default)]
-    ignored_resource_groups: Vec<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ScoringStrategy {
-    #[serde(rename = "type")]
-    type_: Option<String>,
-    resources: Option<Vec<ResourceWeight>>,
-    requested_to_capacity_ratio: Option<Ratio>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ResourceWeight {
-    name: String,
-    weight: Option<i64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Ratio {
-    shape: Vec<ShapePoint>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ShapePoint {
-    utilization: i64,
-    score: i64,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct SpreadArgs {
-    defaulting_type: Option<String>,
-    #[serde(default)]
-    default_constraints: Vec<TopologySpreadConstraint>,
-}
-
 fn invalid(at: &str, what: String) -> ConfigError {
     ConfigError::Invalid(format!("{at}: {what}"))
-}
-
-fn parse_args(configs: &[PluginConfig], at: &str) -> Result<Args, ConfigError> {
-    let mut args = Args::default();
-    for (i, pc) in configs.iter().enumerate() {
-        let here = format!("{at}.pluginConfig[{i}]");
-        let value = if pc.args.is_null() {
-            serde_json::json!({})
-        } else {
-            pc.args.clone()
-        };
-        // Upstream's args carry their own apiVersion/kind; they say nothing more.
-        let mut value = value;
-        if let Some(m) = value.as_object_mut() {
-            m.remove("apiVersion");
-            m.remove("kind");
-        }
-        match pc.name.as_str() {
-            "NodeResourcesFit" => {
-                let a: FitArgs = serde_json::from_value(value)
-                    .map_err(|e| invalid(&format!("{here}.args"), e.to_string()))?;
-                let _ = (&a.ignored_resources, &a.ignored_resource_groups);
-                let Some(s) = a.scoring_strategy else {
-                    continue;
-                };
-                if let Some(resources) = s.resources {
-                    args.fit.resources = resources
-                        .into_iter()
-                        .map(|r| (r.name, r.weight.unwrap_or(1).max(1)))
-                        .collect();
-                }
-                args.fit.strategy = match s.type_.as_deref().unwrap_or("LeastAllocated") {
-                    "LeastAllocated" => Strategy::LeastAllocated,
-                    "MostAllocated" => Strategy::MostAllocated,
-                    "RequestedToCapacityRatio" => {
-                        let shape: Vec<(i64, i64)> = s
-                            .requested_to_capacity_ratio
-                            .map(|r| r.shape.iter().map(|p| (p.utilization, p.score)).collect())
-                            .unwrap_or_default();
-                        let at = format!("{here}.args.scoringStrategy.requestedToCapacityRatio.shape");
-                        if shape.is_empty() {
-                            return Err(invalid(&at, "Required value: at least one point must be specified".into()));
-                        }
-                        for (j, w) in shape.windows(2).enumerate() {
-                            if w[1].0 <= w[0].0 {
-                                return Err(invalid(&format!("{at}[{}].utilization", j + 1), format!("Invalid value: {}: utilization values must be sorted in increasing order", w[1].0)));
-                            }
-                        }
-                        for (j, (u, sc)) in shape.iter().enumerate() {
-                            if !(0..=100).contains(u) {
-                                return Err(invalid(&format!("{at}[{j}].utilization"), format!("Invalid value: {u}: not in valid range [0-100]")));
-                            }
-                            if !(0..=10).contains(sc) {
-                                return Err(invalid(&format!("{at}[{j}].score"), format!("Invalid value: {sc}: not in valid range [0-10]")));
-                            }
-                        }
-                        Strategy::RequestedToCapacityRatio(shape)
-                    }
-                    other => {
-                        return Err(invalid(
-                            &format!("{here}.args.scoringStrategy.type"),
-                            format!("Unsupported value: {other:?}: supported values: \"LeastAllocated\", \"MostAllocated\", \"RequestedToCapacityRatio\""),
-                        ))
-                    }
-                };
-            }
-            "PodTopologySpread" => {
-                let a: SpreadArgs = serde_json::from_value(value)
-                    .map_err(|e| invalid(&format!("{here}.args"), e.to_string()))?;
-                args.spread_defaults = match a.defaulting_type.as_deref().unwrap_or("System") {
-                    "System" if !a.default_constraints.is_empty() => {
-                        return Err(invalid(
-                            &format!("{here}.args.defaultConstraints"),
-                            "Invalid value: when .defaultingType is \"System\", .defaultConstraints must be empty".into(),
-                        ))
-                    }
-                    "System" => system_defaults(),
-                    "List" => a.default_constraints,
-                    other => {
-                        return Err(invalid(
-                            &format!("{here}.args.defaultingType"),
-                            format!("Unsupported value: {other:?}: supported values: \"List\", \"System\""),
-                        ))
-                    }
-                };
-            }
-            other => check_name(other, &format!("{here}.name"))?,
-        }
-    }
-    Ok(args)
-}
-
-fn build(name: &str, choices: &Choices, args: Args) -> Profile {
-    let mut plugins = Vec::new();
-    for n in ORDER {
-        let filters = choices.filter.iter().any(|f| f == n);
-        let weight = choices
-            .score
-            .iter()
-            .find(|(s, _)| s == n)
-            .map(|(_, w)| *w)
-            .unwrap_or(0);
-        if !filters && weight == 0 {
-            continue;
-        }
-        let plugin: Box<dyn crate::framework::Plugin> = match *n {
-            "NodeResourcesFit" => Box::new(args.fit.clone()),
-            "PodTopologySpread" => Box::new(PodTopologySpread {
-                defaults: args.spread_defaults.clone(),
-            }),
-            other => match plugins::by_name(other) {
-                Some(p) => p,
-                None => continue,
-            },
-        };
-        plugins.push(Weighted {
-            plugin,
-            weight,
-            filters,
-        });
-    }
-    Profile {
-        scheduler_name: name.to_string(),
-        plugins,
-        preemption: choices.preemption,
-    }
 }
 
 /// Turn a configuration's text into profiles.
@@ -535,7 +211,7 @@ pub fn parse(text: &str, path: &str) -> Result<Loaded, ConfigError> {
                 format!("Duplicate value: {name:?}"),
             ));
         }
-        let mut choices = Choices::defaults();
+        let mut plan = Plan::defaults();
         if let Some(p) = &pc.plugins {
             let points = [
                 ("multiPoint", &p.multi_point),
@@ -554,12 +230,18 @@ pub fn parse(text: &str, path: &str) -> Result<Loaded, ConfigError> {
             ];
             for (point, set) in points {
                 if let Some(set) = set {
-                    apply(&mut choices, point, set, &format!("{at}.plugins.{point}"))?;
+                    plan.apply(point, set, &format!("{at}.plugins.{point}"))?;
                 }
             }
         }
-        let args = parse_args(&pc.plugin_config, &at)?;
-        profiles.push(build(&name, &choices, args));
+        plan.check(&at, &name)?;
+        let args = args::parse_args(&pc.plugin_config, &at)?;
+        profiles.push(Profile {
+            scheduler_name: name,
+            plan,
+            args,
+            percentage_of_nodes_to_score: None,
+        });
     }
     Ok(Loaded {
         profiles,
@@ -581,11 +263,13 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framework::runtime::Point;
 
-    fn names(p: &Profile) -> Vec<(&'static str, bool, i64)> {
-        p.plugins
+    fn names(p: &Profile, point: Point) -> Vec<(&str, i64)> {
+        p.plan
+            .at(point)
             .iter()
-            .map(|w| (w.plugin.name(), w.filters, w.weight))
+            .map(|(n, w)| (n.as_str(), *w))
             .collect()
     }
 
@@ -598,11 +282,9 @@ mod tests {
         assert_eq!(loaded.profiles.len(), 1);
         let p = &loaded.profiles[0];
         assert_eq!(p.scheduler_name, "default-scheduler");
-        assert_eq!(
-            names(p),
-            names(&Profile::default_named("default-scheduler"))
-        );
-        assert!(p.preemption);
+        assert_eq!(p.plan, Plan::defaults());
+        assert_eq!(names(p, Point::PostFilter), [("DefaultPreemption", 0)]);
+        assert_eq!(names(p, Point::Bind), [("DefaultBinder", 0)]);
     }
 
     #[test]
@@ -634,29 +316,46 @@ mod tests {
     args:
       scoringStrategy:
         type: MostAllocated
+- schedulerName: binders
+  plugins:
+    multiPoint:
+      disabled:
+      - name: '*'
+      enabled:
+      - name: NodeName
+      - name: DefaultBinder
+      - name: TaintToleration
+        weight: 7
 "
         );
         let loaded = parse(&text, "c.yaml").unwrap();
-        let [default, no_scoring, packer] = &loaded.profiles[..] else {
-            panic!("three profiles");
+        let [default, no_scoring, packer, binders] = &loaded.profiles[..] else {
+            panic!("four profiles");
         };
-        assert_eq!(default.plugins.len(), 8);
-        assert!(no_scoring
-            .plugins
-            .iter()
-            .all(|w| w.weight == 0 && w.filters));
-        assert!(!no_scoring.preemption);
+        assert_eq!(default.plan, Plan::defaults());
+        assert!(names(no_scoring, Point::Score).is_empty());
+        assert!(names(no_scoring, Point::PostFilter).is_empty());
         assert_eq!(
-            names(packer),
+            names(no_scoring, Point::Filter),
+            names(default, Point::Filter)
+        );
+        assert_eq!(
+            names(packer, Point::Score),
             [
-                ("NodeUnschedulable", true, 0),
-                ("NodeName", true, 0),
-                ("TaintToleration", true, 3),
-                ("NodeAffinity", true, 2),
-                ("NodeResourcesFit", true, 5),
-                ("InterPodAffinity", true, 2),
+                ("TaintToleration", 3),
+                ("NodeAffinity", 2),
+                ("NodeResourcesFit", 5),
+                ("InterPodAffinity", 2),
             ]
         );
+        assert!(!names(packer, Point::Filter).contains(&("PodTopologySpread", 0)));
+        assert_eq!(
+            names(binders, Point::Filter),
+            [("NodeName", 0), ("TaintToleration", 0)]
+        );
+        assert_eq!(names(binders, Point::Score), [("TaintToleration", 7)]);
+        assert_eq!(names(binders, Point::Bind), [("DefaultBinder", 0)]);
+        assert!(names(binders, Point::PostFilter).is_empty());
     }
 
     #[test]
@@ -676,10 +375,53 @@ mod tests {
                 &format!("{HEAD}profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: Random\n")[..],
                 "Unsupported value: \"Random\"",
             ),
+            (
+                &format!("{HEAD}profiles:\n- plugins:\n    bind:\n      disabled:\n      - name: DefaultBinder\n")[..],
+                "profiles[0].plugins.bind: at least one bind plugin is needed for profile with scheduler name \"default-scheduler\"",
+            ),
+            (
+                &format!("{HEAD}profiles:\n- plugins:\n    permit:\n      enabled:\n      - name: NodeName\n")[..],
+                "profiles[0].plugins.permit.enabled[0]: plugin \"NodeName\" does not extend permit",
+            ),
         ];
         for (text, want) in cases {
             let err = parse(text, "c.yaml").err().expect(want).to_string();
             assert!(err.contains(want), "{err} lacks {want}");
+        }
+    }
+
+    #[test]
+    fn the_binding_points_are_configurable() {
+        // Inert plugins may be named at any point; DefaultBinder only at bind.
+        let text = format!(
+            "{HEAD}profiles:
+- plugins:
+    reserve:
+      enabled:
+      - name: VolumeBinding
+    preBind:
+      enabled:
+      - name: VolumeBinding
+    bind:
+      disabled:
+      - name: '*'
+      enabled:
+      - name: DefaultBinder
+    postBind:
+      disabled:
+      - name: '*'
+"
+        );
+        let loaded = parse(&text, "c.yaml").unwrap();
+        let p = &loaded.profiles[0];
+        assert_eq!(names(p, Point::Bind), [("DefaultBinder", 0)]);
+        for point in [
+            Point::Reserve,
+            Point::Permit,
+            Point::PreBind,
+            Point::PostBind,
+        ] {
+            assert!(names(p, point).is_empty(), "{point:?}");
         }
     }
 }

@@ -1,14 +1,29 @@
 //! The scheduling framework: what a plugin is, what it answers, and the per-node view it
 //! answers about. A plugin's answer separates "this node does not fit" (Unschedulable,
 //! UnschedulableAndUnresolvable) from "something broke" (Error).
+//!
+//! A [`Plugin`] implements any of upstream's extension points; each has a no-op default.
+//! [`runtime::Framework`] is one profile's plugins per extension point, run in upstream's order;
+//! [`handle::Handle`] is what plugins may reach (listers, the client for binders, the waiting
+//! pods of [`waiting`]); [`node_info`] is the per-node view.
+
+pub mod handle;
+pub mod node_info;
+pub mod runtime;
+pub mod waiting;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use tinykube_proto::quantity::Quantity;
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Pod;
 
-/// A filter's verdict on one node.
+pub use handle::Handle;
+pub use node_info::{NodeInfo, Resources};
+pub use runtime::Framework;
+
+/// A plugin's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
     Success,
@@ -17,6 +32,9 @@ pub enum Status {
     /// The node can never fit this pod (e.g. node affinity); preemption cannot help.
     UnschedulableAndUnresolvable(Vec<String>),
     Error(String),
+    /// The plugin has nothing to say about this pod (a Bind plugin that leaves the pod to the
+    /// next binder).
+    Skip,
 }
 
 impl Status {
@@ -37,144 +55,41 @@ impl Status {
         matches!(self, Status::Unschedulable(_))
     }
 
+    /// Whether the pod was turned down (as opposed to something breaking): upstream's
+    /// IsRejected, Unschedulable or UnschedulableAndUnresolvable.
+    pub fn is_rejected(&self) -> bool {
+        matches!(
+            self,
+            Status::Unschedulable(_) | Status::UnschedulableAndUnresolvable(_)
+        )
+    }
+
     pub fn reasons(&self) -> Vec<String> {
         match self {
-            Status::Success => Vec::new(),
+            Status::Success | Status::Skip => Vec::new(),
             Status::Unschedulable(r) | Status::UnschedulableAndUnresolvable(r) => r.clone(),
             Status::Error(e) => vec![e.clone()],
         }
     }
-}
 
-/// Requested or allocatable amounts: cpu in millicores, memory in bytes, pods, and extended
-/// resources by name.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Resources {
-    pub milli_cpu: i64,
-    pub memory: i64,
-    pub pods: i64,
-    pub scalar: BTreeMap<String, i64>,
-}
-
-impl Resources {
-    fn add_map(
-        &mut self,
-        map: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
-    ) {
-        for (name, q) in map.into_iter().flatten() {
-            let Ok(q) = Quantity::parse(&q.0) else {
-                continue;
-            };
-            match name.as_str() {
-                "cpu" => self.milli_cpu += q.milli_value(),
-                "memory" => self.memory += q.value(),
-                "pods" => self.pods += q.value(),
-                "ephemeral-storage" => {}
-                other => *self.scalar.entry(other.to_string()).or_default() += q.value(),
-            }
-        }
-    }
-
-    /// A node's allocatable resources (capacity when allocatable is not reported).
-    pub fn allocatable(node: &Node) -> Resources {
-        let mut r = Resources::default();
-        let status = node.status.as_ref();
-        let map = status.and_then(|s| s.allocatable.as_ref().or(s.capacity.as_ref()));
-        r.add_map(map);
-        r
-    }
-
-    /// What a pod requests, as upstream computes it: the sum over containers, at least the
-    /// largest init container, plus overhead.
-    pub fn requested(pod: &Pod) -> Resources {
-        let mut sum = Resources::default();
-        let Some(spec) = pod.spec.as_ref() else {
-            return sum;
-        };
-        for c in &spec.containers {
-            sum.add_map(c.resources.as_ref().and_then(|r| r.requests.as_ref()));
-        }
-        for c in spec.init_containers.iter().flatten() {
-            let mut one = Resources::default();
-            one.add_map(c.resources.as_ref().and_then(|r| r.requests.as_ref()));
-            sum.milli_cpu = sum.milli_cpu.max(one.milli_cpu);
-            sum.memory = sum.memory.max(one.memory);
-            for (k, v) in one.scalar {
-                let e = sum.scalar.entry(k).or_default();
-                *e = (*e).max(v);
-            }
-        }
-        sum.add_map(spec.overhead.as_ref());
-        sum.pods = 1;
-        sum
-    }
-
-    pub fn add(&mut self, other: &Resources) {
-        self.milli_cpu += other.milli_cpu;
-        self.memory += other.memory;
-        self.pods += other.pods;
-        for (k, v) in &other.scalar {
-            *self.scalar.entry(k.clone()).or_default() += v;
-        }
+    /// The reasons as one message, as upstream's Status.Message joins them.
+    pub fn message(&self) -> String {
+        self.reasons().join(", ")
     }
 }
 
-/// One node as the scheduler sees it in a cycle: the node and the pods on it (bound or assumed).
-#[derive(Debug, Clone)]
-pub struct NodeInfo {
-    pub node: Arc<Node>,
-    pub pods: Vec<Arc<Pod>>,
-    pub requested: Resources,
-    /// cpu and memory requested with upstream's scoring defaults for pods requesting none.
-    pub nonzero: (i64, i64),
-    pub allocatable: Resources,
-    /// The pods with pod affinity or anti-affinity terms of their own, which are all that
-    /// InterPodAffinity needs to look at for an incoming pod without terms.
-    pub affinity_pods: Vec<Arc<Pod>>,
+/// A Permit plugin's answer for a pod reserved on a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Permit {
+    /// Bind it.
+    Allow,
+    /// Hold the pod (it stays reserved) until this plugin allows it through
+    /// [`waiting::WaitingPod::allow`], someone rejects it, or the timeout passes.
+    Wait(Duration),
+    /// Do not bind it: an Unschedulable status, or an Error.
+    Reject(Status),
 }
 
-impl NodeInfo {
-    pub fn new(node: Arc<Node>, pods: Vec<Arc<Pod>>) -> Self {
-        let mut requested = Resources::default();
-        let mut nonzero = (0, 0);
-        for p in &pods {
-            let r = Resources::requested(p);
-            let (cpu, mem) = crate::plugins::node_resources_fit::nonzero(&r);
-            nonzero.0 += cpu;
-            nonzero.1 += mem;
-            requested.add(&r);
-        }
-        let allocatable = Resources::allocatable(&node);
-        let affinity_pods = pods
-            .iter()
-            .filter(|p| {
-                let affinity = p.spec.as_ref().and_then(|s| s.affinity.as_ref());
-                affinity.is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
-            })
-            .cloned()
-            .collect();
-        NodeInfo {
-            node,
-            pods,
-            requested,
-            nonzero,
-            allocatable,
-            affinity_pods,
-        }
-    }
-
-    pub fn name(&self) -> &str {
-        self.node.metadata.name.as_deref().unwrap_or("")
-    }
-
-    pub fn labels(&self) -> &BTreeMap<String, String> {
-        static NONE: BTreeMap<String, String> = BTreeMap::new();
-        self.node.metadata.labels.as_ref().unwrap_or(&NONE)
-    }
-}
-
-/// What plugins computed for the pod being scheduled, shared by the cycle's extension points
-/// (PreFilter writes, Filter and Score read), keyed by plugin name.
 /// CycleState key of the incoming pod's [`Resources::requested`], computed once per cycle.
 pub const POD_REQUESTS: &str = "PodRequests";
 
@@ -186,6 +101,9 @@ pub fn pod_requests<'a>(pod: &Pod, state: &'a CycleState) -> std::borrow::Cow<'a
     }
 }
 
+/// What plugins computed for the pod being scheduled, shared by the cycle's extension points
+/// (PreFilter writes, Filter and Score read; Reserve may write for the binding cycle, which
+/// gets the same state), keyed by plugin name.
 #[derive(Default)]
 pub struct CycleState {
     entries: std::collections::HashMap<&'static str, Box<dyn std::any::Any + Send + Sync>>,
@@ -208,31 +126,64 @@ impl CycleState {
     }
 }
 
-/// Extension points of a plugin: PreFilter, Filter, Score, NormalizeScore. Scores are 0..=100
-/// after normalization.
+/// A future a binding-cycle extension point returns (PreBind and Bind may do I/O).
+pub type Pending<'a> = BoxFuture<'a, Status>;
+
+/// A scheduler plugin. Each method is one of upstream's extension points with a no-op default;
+/// which points a plugin is enabled at is the profile's business (see `plugins::REGISTRY`).
+/// Only PreBind and Bind may do I/O; everything before runs in the scheduling cycle and must
+/// be quick and pure.
 pub trait Plugin: Send + Sync {
     fn name(&self) -> &'static str;
 
-    /// Compute what filtering needs from the whole cluster, once per pod.
+    /// PreFilter: compute what filtering needs from the whole cluster, once per pod.
     fn pre_filter(&self, _pod: &Pod, _nodes: &[Arc<NodeInfo>], _state: &mut CycleState) {}
 
-    /// Whether `pod` may run on `node`.
+    /// Filter: whether `pod` may run on `node`.
     fn filter(&self, _pod: &Pod, _node: &NodeInfo, _state: &CycleState) -> Status {
         Status::Success
     }
 
-    /// Whether this plugin scores at all.
-    fn scores(&self) -> bool {
-        false
-    }
-
-    /// Raw score of `node` for `pod`.
+    /// Score: raw score of a feasible `node` for `pod`.
     fn score(&self, _pod: &Pod, _node: &NodeInfo, _state: &CycleState) -> i64 {
         0
     }
 
-    /// Map raw scores to 0..=100 (default: already in range).
+    /// NormalizeScore: map raw scores to 0..=100 (default: already in range).
     fn normalize(&self, _scores: &mut [i64]) {}
+
+    /// Reserve: the pod is assumed on `node`; keep whatever the plugin tracks in step. A
+    /// failure here (or at any later point) runs every Reserve plugin's [`Plugin::unreserve`].
+    fn reserve(&self, _pod: &Pod, _node: &str, _state: &mut CycleState) -> Status {
+        Status::Success
+    }
+
+    /// Unreserve: undo [`Plugin::reserve`]; must be idempotent, as it may run for a pod whose
+    /// Reserve never ran.
+    fn unreserve(&self, _pod: &Pod, _node: &str, _state: &mut CycleState) {}
+
+    /// Permit: allow, hold or turn down the binding of a reserved pod.
+    fn permit(&self, _pod: &Pod, _node: &str, _state: &CycleState) -> Permit {
+        Permit::Allow
+    }
+
+    /// PreBind: work that must be done before the pod is bound (may do I/O).
+    fn pre_bind<'a>(
+        &'a self,
+        _pod: &'a Pod,
+        _node: &'a str,
+        _state: &'a CycleState,
+    ) -> Pending<'a> {
+        Box::pin(std::future::ready(Status::Success))
+    }
+
+    /// Bind: bind the pod, or [`Status::Skip`] to leave it to the next Bind plugin.
+    fn bind<'a>(&'a self, _pod: &'a Pod, _node: &'a str, _state: &'a CycleState) -> Pending<'a> {
+        Box::pin(std::future::ready(Status::Skip))
+    }
+
+    /// PostBind: informational, after a successful binding.
+    fn post_bind(&self, _pod: &Pod, _node: &str, _state: &CycleState) {}
 }
 
 /// Scale scores so the highest becomes 100 (or, `reverse`, the lowest becomes 100), as

@@ -14,10 +14,6 @@ impl Plugin for BalancedAllocation {
         NAME
     }
 
-    fn scores(&self) -> bool {
-        true
-    }
-
     fn score(&self, pod: &Pod, node: &NodeInfo, state: &CycleState) -> i64 {
         let want = pod_requests(pod, state);
         let fraction = |used: i64, have: i64| {

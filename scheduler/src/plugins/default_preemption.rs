@@ -15,8 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use rand::Rng;
 
-use crate::framework::{fit_error, CycleState, Diagnosis, NodeInfo, Status};
-use crate::plugins::Weighted;
+use crate::framework::{fit_error, CycleState, Diagnosis, Framework, NodeInfo, Status};
 
 pub const NAME: &str = "DefaultPreemption";
 
@@ -86,12 +85,10 @@ fn terminating_by_preemption(pod: &Pod) -> bool {
 }
 
 /// Run every filter of the profile for `pod` on `nodes[index]`, PreFilter included.
-fn fits(plugins: &[Weighted], pod: &Pod, nodes: &[Arc<NodeInfo>], index: usize) -> Status {
+fn fits(fw: &Framework, pod: &Pod, nodes: &[Arc<NodeInfo>], index: usize) -> Status {
     let mut state = CycleState::for_pod(pod);
-    for w in plugins {
-        w.plugin.pre_filter(pod, nodes, &mut state);
-    }
-    crate::schedule_one::run_filters(plugins, pod, &nodes[index], &state)
+    fw.run_pre_filter(pod, nodes, &mut state);
+    fw.run_filters(pod, &nodes[index], &state)
 }
 
 /// Whether the pod may preempt at all: not with `preemptionPolicy: Never`, and not while
@@ -129,7 +126,7 @@ fn eligible(pod: &Pod, nodes: &[Arc<NodeInfo>], diagnosis: &Diagnosis) -> Result
 /// The fewest, least important pods to evict from `nodes[index]` for `pod` to fit there,
 /// most important first; or why no eviction there helps.
 pub fn select_victims(
-    plugins: &[Weighted],
+    fw: &Framework,
     pod: &Pod,
     nodes: &[Arc<NodeInfo>],
     index: usize,
@@ -145,7 +142,7 @@ pub fn select_victims(
     }
     let mut trial = nodes.to_vec();
     trial[index] = Arc::new(NodeInfo::new(node.node.clone(), kept.clone()));
-    let status = fits(plugins, pod, &trial, index);
+    let status = fits(fw, pod, &trial, index);
     if !status.is_success() {
         return Err(status);
     }
@@ -155,7 +152,7 @@ pub fn select_victims(
     for p in potential {
         kept.push(p.clone());
         trial[index] = Arc::new(NodeInfo::new(node.node.clone(), kept.clone()));
-        if !fits(plugins, pod, &trial, index).is_success() {
+        if !fits(fw, pod, &trial, index).is_success() {
             kept.pop();
             victims.push(p);
         }
@@ -214,7 +211,7 @@ pub fn pick_node(candidates: &[(usize, Vec<Arc<Pod>>)]) -> Option<usize> {
 
 /// Decide preemption for `pod`, which failed every node as `diagnosis` says.
 pub fn preempt(
-    plugins: &[Weighted],
+    fw: &Framework,
     pod: &Pod,
     nodes: &[Arc<NodeInfo>],
     diagnosis: &Diagnosis,
@@ -248,7 +245,7 @@ pub fn preempt(
         }
         let index = potential[(offset + k) % potential.len()];
         tried += 1;
-        match select_victims(plugins, pod, nodes, index) {
+        match select_victims(fw, pod, nodes, index) {
             Ok(victims) => candidates.push((index, victims)),
             Err(status) => {
                 for r in status.reasons() {
@@ -282,7 +279,8 @@ pub fn preempt(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::default_plugins;
+    use crate::config::Profile;
+    use crate::framework::Handle;
     use crate::plugins::testing::node;
     use rand::SeedableRng;
     use serde_json::json;
@@ -340,11 +338,11 @@ mod tests {
                 Err("Insufficient cpu"),
             ),
         ];
-        let plugins = default_plugins();
+        let fw = Framework::new(&Profile::default_named("p"), &Handle::detached());
         let preemptor = pod("p", 10, "2", None);
         for (what, pods, want) in cases {
             let nodes = vec![with_pods("n1", pods)];
-            let got = select_victims(&plugins, &preemptor, &nodes, 0);
+            let got = select_victims(&fw, &preemptor, &nodes, 0);
             match (got, want) {
                 (Ok(v), Ok(w)) => assert_eq!(names(&v), w, "{what}"),
                 (Err(s), Err(w)) => assert_eq!(s.reasons(), vec![w.to_string()], "{what}"),
@@ -393,7 +391,7 @@ mod tests {
 
     #[test]
     fn preemption_nominates_or_explains() {
-        let plugins = default_plugins();
+        let fw = Framework::new(&Profile::default_named("p"), &Handle::detached());
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         let nodes = vec![
             with_pods("n1", vec![pod("high", 100, "4", None)]),
@@ -408,7 +406,7 @@ mod tests {
             ],
         };
         let preemptor = pod("p", 10, "2", None);
-        match preempt(&plugins, &preemptor, &nodes, &diagnosis, &mut rng) {
+        match preempt(&fw, &preemptor, &nodes, &diagnosis, &mut rng) {
             Outcome::Nominate { node, victims } => {
                 assert_eq!(node, "n2");
                 assert_eq!(names(&victims), ["low"]);
@@ -416,7 +414,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let humble = pod("p", 0, "2", None);
-        match preempt(&plugins, &humble, &nodes, &diagnosis, &mut rng) {
+        match preempt(&fw, &humble, &nodes, &diagnosis, &mut rng) {
             Outcome::NotHelpful(m) => assert_eq!(
                 m,
                 "0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
@@ -425,7 +423,7 @@ mod tests {
         }
         let mut never = (*preemptor).clone();
         never.spec.as_mut().unwrap().preemption_policy = Some("Never".into());
-        match preempt(&plugins, &never, &nodes, &diagnosis, &mut rng) {
+        match preempt(&fw, &never, &nodes, &diagnosis, &mut rng) {
             Outcome::NotEligible(m) => {
                 assert_eq!(m, "not eligible due to preemptionPolicy=Never.")
             }

@@ -276,10 +276,6 @@ impl Plugin for InterPodAffinity {
         Status::Success
     }
 
-    fn scores(&self) -> bool {
-        true
-    }
-
     fn score(&self, _pod: &Pod, node: &NodeInfo, state: &CycleState) -> i64 {
         let Some(st) = state.get::<State>(NAME) else {
             return 0;

@@ -1,7 +1,8 @@
-//! The filter/score plugins, one file each, and the registry that builds a profile's plugin
-//! list in upstream's default order and weights.
+//! The in-tree plugins, one file each, and the registry: which extension points each
+//! implements, its default score weight, and how to build it from its arguments.
 
 pub mod balanced_allocation;
+pub mod default_binder;
 pub mod default_preemption;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
@@ -11,74 +12,174 @@ pub mod node_unschedulable;
 pub mod pod_topology_spread;
 pub mod taint_toleration;
 
-use crate::framework::Plugin;
+use std::sync::Arc;
 
-/// A plugin in a profile: whether it filters, and its score weight (0: it does not score).
-pub struct Weighted {
-    pub plugin: Box<dyn Plugin>,
+use k8s_openapi::api::core::v1::TopologySpreadConstraint;
+
+use crate::framework::runtime::Point;
+use crate::framework::{Handle, Plugin};
+
+/// A plugin the registry knows: the extension points it implements and its score weight in
+/// the default profile.
+pub struct Registered {
+    pub name: &'static str,
+    pub points: &'static [Point],
     pub weight: i64,
-    pub filters: bool,
 }
 
-/// A plugin with its default arguments, by upstream's name.
-pub fn by_name(name: &str) -> Option<Box<dyn Plugin>> {
+const FILTER: &[Point] = &[Point::Filter];
+const FILTER_SCORE: &[Point] = &[Point::Filter, Point::Score];
+
+/// Upstream's default plugins that tinykube implements, in upstream's default order; every one
+/// is enabled by default at every point it implements.
+pub const REGISTRY: &[Registered] = &[
+    Registered {
+        name: node_unschedulable::NAME,
+        points: FILTER,
+        weight: 0,
+    },
+    Registered {
+        name: node_name::NAME,
+        points: FILTER,
+        weight: 0,
+    },
+    Registered {
+        name: taint_toleration::NAME,
+        points: FILTER_SCORE,
+        weight: 3,
+    },
+    Registered {
+        name: node_affinity::NAME,
+        points: FILTER_SCORE,
+        weight: 2,
+    },
+    Registered {
+        name: node_resources_fit::NAME,
+        points: FILTER_SCORE,
+        weight: 1,
+    },
+    Registered {
+        name: pod_topology_spread::NAME,
+        points: FILTER_SCORE,
+        weight: 2,
+    },
+    Registered {
+        name: inter_pod_affinity::NAME,
+        points: FILTER_SCORE,
+        weight: 2,
+    },
+    Registered {
+        name: default_preemption::NAME,
+        points: &[Point::PostFilter],
+        weight: 0,
+    },
+    Registered {
+        name: balanced_allocation::NAME,
+        points: &[Point::Score],
+        weight: 1,
+    },
+    Registered {
+        name: default_binder::NAME,
+        points: &[Point::Bind],
+        weight: 0,
+    },
+];
+
+/// Upstream plugins with nothing to do in tinykube (no volumes, images, claims, gates; the
+/// queue sorts by priority anyway): accepted in a configuration, so that upstream's examples
+/// load, and ignored.
+pub const INERT: &[&str] = &[
+    "PrioritySort",
+    "SchedulingGates",
+    "ImageLocality",
+    "VolumeBinding",
+    "VolumeRestrictions",
+    "VolumeZone",
+    "NodeVolumeLimits",
+    "EBSLimits",
+    "GCEPDLimits",
+    "AzureDiskLimits",
+    "DynamicResources",
+    "NodeDeclaredFeatures",
+];
+
+pub fn registered(name: &str) -> Option<&'static Registered> {
+    REGISTRY.iter().find(|r| r.name == name)
+}
+
+/// The arguments of the plugins that take any (a profile's `pluginConfig`).
+#[derive(Clone, Default)]
+pub struct Args {
+    pub fit: node_resources_fit::NodeResourcesFit,
+    /// PodTopologySpread's constraints for pods without their own.
+    pub spread_defaults: Vec<TopologySpreadConstraint>,
+}
+
+/// Build a registered plugin. None for an unknown name and for DefaultPreemption, which the
+/// scheduling cycle runs itself as the PostFilter.
+pub fn new(name: &str, args: &Args, handle: &Handle) -> Option<Arc<dyn Plugin>> {
     Some(match name {
-        node_unschedulable::NAME => Box::new(node_unschedulable::NodeUnschedulable),
-        node_name::NAME => Box::new(node_name::NodeName),
-        taint_toleration::NAME => Box::new(taint_toleration::TaintToleration),
-        node_affinity::NAME => Box::new(node_affinity::NodeAffinity),
-        node_resources_fit::NAME => Box::new(node_resources_fit::NodeResourcesFit::default()),
-        balanced_allocation::NAME => Box::new(balanced_allocation::BalancedAllocation),
-        pod_topology_spread::NAME => Box::new(pod_topology_spread::PodTopologySpread::default()),
-        inter_pod_affinity::NAME => Box::new(inter_pod_affinity::InterPodAffinity),
+        node_unschedulable::NAME => Arc::new(node_unschedulable::NodeUnschedulable),
+        node_name::NAME => Arc::new(node_name::NodeName),
+        taint_toleration::NAME => Arc::new(taint_toleration::TaintToleration),
+        node_affinity::NAME => Arc::new(node_affinity::NodeAffinity),
+        node_resources_fit::NAME => Arc::new(args.fit.clone()),
+        balanced_allocation::NAME => Arc::new(balanced_allocation::BalancedAllocation),
+        pod_topology_spread::NAME => Arc::new(pod_topology_spread::PodTopologySpread {
+            defaults: args.spread_defaults.clone(),
+        }),
+        inter_pod_affinity::NAME => Arc::new(inter_pod_affinity::InterPodAffinity),
+        default_binder::NAME => Arc::new(default_binder::DefaultBinder::new(handle.client.clone())),
         _ => return None,
     })
 }
 
-/// The default profile's plugins, in upstream's filter order, with its score weights.
-pub fn default_plugins() -> Vec<Weighted> {
-    [
-        (node_unschedulable::NAME, true, 0),
-        (node_name::NAME, true, 0),
-        (taint_toleration::NAME, true, 3),
-        (node_affinity::NAME, true, 2),
-        (node_resources_fit::NAME, true, 1),
-        (balanced_allocation::NAME, false, 1),
-        (pod_topology_spread::NAME, true, 2),
-        (inter_pod_affinity::NAME, true, 2),
-    ]
-    .into_iter()
-    .filter_map(|(name, filters, weight)| {
-        Some(Weighted {
-            plugin: by_name(name)?,
-            weight,
-            filters,
-        })
-    })
-    .collect()
-}
-
 #[cfg(test)]
 mod tests {
+    use crate::config::Profile;
+    use crate::framework::runtime::Point;
+    use crate::framework::{Framework, Handle};
+
     #[test]
     fn the_default_profile_runs_upstreams_plugins_in_order() {
-        let names: Vec<(&str, i64)> = super::default_plugins()
-            .iter()
-            .map(|w| (w.plugin.name(), w.weight))
-            .collect();
+        let fw = Framework::new(
+            &Profile::default_named("default-scheduler"),
+            &Handle::detached(),
+        );
+        let names = |p| fw.names(p).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
         assert_eq!(
-            names,
+            names(Point::Filter),
             [
-                ("NodeUnschedulable", 0),
-                ("NodeName", 0),
+                "NodeUnschedulable",
+                "NodeName",
+                "TaintToleration",
+                "NodeAffinity",
+                "NodeResourcesFit",
+                "PodTopologySpread",
+                "InterPodAffinity",
+            ]
+        );
+        assert_eq!(
+            fw.names(Point::Score),
+            [
                 ("TaintToleration", 3),
                 ("NodeAffinity", 2),
                 ("NodeResourcesFit", 1),
-                ("NodeResourcesBalancedAllocation", 1),
                 ("PodTopologySpread", 2),
                 ("InterPodAffinity", 2),
+                ("NodeResourcesBalancedAllocation", 1),
             ]
         );
+        assert_eq!(names(Point::PostFilter), ["DefaultPreemption"]);
+        assert_eq!(names(Point::Bind), ["DefaultBinder"]);
+        for point in [
+            Point::Reserve,
+            Point::Permit,
+            Point::PreBind,
+            Point::PostBind,
+        ] {
+            assert!(names(point).is_empty(), "{point:?}");
+        }
     }
 }
 

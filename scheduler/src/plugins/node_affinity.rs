@@ -98,10 +98,6 @@ impl Plugin for NodeAffinity {
         }
     }
 
-    fn scores(&self) -> bool {
-        true
-    }
-
     fn score(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> i64 {
         let labels = node.labels();
         pod.spec

@@ -132,10 +132,6 @@ impl Plugin for NodeResourcesFit {
         }
     }
 
-    fn scores(&self) -> bool {
-        true
-    }
-
     /// The strategy's score per weighted resource, averaged by weight. Containers without
     /// cpu or memory requests count as 100m and 200Mi, as upstream.
     fn score(&self, pod: &Pod, node: &NodeInfo, state: &CycleState) -> i64 {

@@ -182,10 +182,6 @@ impl Plugin for PodTopologySpread {
         Status::Success
     }
 
-    fn scores(&self) -> bool {
-        true
-    }
-
     /// Matching pods already in this node's domains (fewer is better), for soft constraints.
     fn score(&self, _pod: &Pod, node: &NodeInfo, state: &CycleState) -> i64 {
         let Some(cs) = state.get::<Vec<Constraint>>(NAME) else {

@@ -56,10 +56,6 @@ impl Plugin for TaintToleration {
         }
     }
 
-    fn scores(&self) -> bool {
-        true
-    }
-
     fn score(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> i64 {
         let tolerations: Vec<Toleration> = pod_tolerations(pod)
             .iter()

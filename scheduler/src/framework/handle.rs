@@ -1,0 +1,93 @@
+//! What plugins may reach beyond the pod and the nodes, as upstream's framework Handle: listers
+//! of the informer caches they need, the client (for binders only), and the waiting pods.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::Resource;
+use tinykube_client::reflector::{key_of, Store};
+use tinykube_client::{Client, Kind, Scope};
+
+use super::waiting::WaitingPods;
+
+/// Read access to one kind's cache: an informer's store, or a fixed set in tests.
+pub trait Lister<K>: Send + Sync {
+    /// The object at `namespace/name` (or `name`).
+    fn get(&self, key: &str) -> Option<Arc<K>>;
+    fn list(&self) -> Vec<Arc<K>>;
+}
+
+impl<K> Lister<K> for Store<K>
+where
+    K: Kind + Send + Sync,
+    <K as Resource>::Scope: Scope,
+{
+    fn get(&self, key: &str) -> Option<Arc<K>> {
+        Store::get(self, key)
+    }
+
+    fn list(&self) -> Vec<Arc<K>> {
+        Store::list(self)
+    }
+}
+
+/// A lister over objects given up front.
+pub struct Fixed<K>(BTreeMap<String, Arc<K>>);
+
+impl<K> Fixed<K>
+where
+    K: Kind,
+    <K as Resource>::Scope: Scope,
+{
+    pub fn new(objects: impl IntoIterator<Item = K>) -> Self {
+        Fixed(
+            objects
+                .into_iter()
+                .map(|o| (key_of(&o), Arc::new(o)))
+                .collect(),
+        )
+    }
+}
+
+impl<K: Send + Sync> Lister<K> for Fixed<K> {
+    fn get(&self, key: &str) -> Option<Arc<K>> {
+        self.0.get(key).cloned()
+    }
+
+    fn list(&self) -> Vec<Arc<K>> {
+        self.0.values().cloned().collect()
+    }
+}
+
+/// Cheap to clone; one per scheduler, shared by every profile's plugins.
+#[derive(Clone)]
+pub struct Handle {
+    /// For binding plugins (DefaultBinder); filter and score plugins never do I/O.
+    pub client: Client,
+    /// ReplicaSets, whose selectors are PodTopologySpread's default selectors.
+    pub replica_sets: Arc<dyn Lister<ReplicaSet>>,
+    /// PodDisruptionBudgets, which DefaultPreemption weighs.
+    pub pdbs: Arc<dyn Lister<PodDisruptionBudget>>,
+    /// Pods held at Permit.
+    pub waiting: WaitingPods,
+}
+
+impl Handle {
+    /// A handle with no cluster behind it: empty listers and a client that reaches nothing.
+    #[cfg(test)]
+    pub fn detached() -> Handle {
+        let client = Client::new(tinykube_client::Config {
+            server: "http://127.0.0.1:9".into(),
+            token: None,
+        })
+        .expect("a client needs no I/O to build");
+        Handle {
+            client,
+            replica_sets: Arc::new(Fixed::<ReplicaSet>::new([])),
+            pdbs: Arc::new(Fixed::<PodDisruptionBudget>::new([])),
+            waiting: WaitingPods::default(),
+        }
+    }
+}
