@@ -42,4 +42,5 @@ macro_rules! labs {
 labs! {
     nodes_and_labels => "01-nodes-and-labels.md",
     multiple_schedulers => "06-multiple-schedulers.md",
+    node_failure => "10-node-failure.md",
 }

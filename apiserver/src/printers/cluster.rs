@@ -17,9 +17,11 @@ pub fn node(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         .find(|c| s(c, "/type") == "Ready")
         .map(|c| s(c, "/status"))
     {
+        // Ready=False and Ready=Unknown (a node whose kubelet stopped posting) both read
+        // NotReady, as upstream; only a node without a Ready condition is Unknown.
         Some("True") => "Ready".to_string(),
-        Some("False") => "NotReady".to_string(),
-        _ => "Unknown".to_string(),
+        Some(_) => "NotReady".to_string(),
+        None => "Unknown".to_string(),
     };
     if obj.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
         status.push_str(",SchedulingDisabled");
@@ -277,6 +279,12 @@ mod tests {
         );
         let bare = node(&json!({"metadata": {"name": "w"}}), now);
         assert_eq!(bare[1..3], [json!("Unknown"), json!("<none>")]);
+        let silent = node(
+            &json!({"metadata": {"name": "w"},
+                    "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}),
+            now,
+        );
+        assert_eq!(silent[1], json!("NotReady"));
     }
 
     #[test]

@@ -83,7 +83,8 @@ impl Controller {
         }
 
         if let Some(taints) = reconciled_taints(&node, now) {
-            node.spec.get_or_insert_default().taints = Some(taints);
+            // No taints left is no `taints` field, as upstream's (omitempty) writes it.
+            node.spec.get_or_insert_default().taints = (!taints.is_empty()).then_some(taints);
             node = nodes
                 .replace(name, &node)
                 .await
