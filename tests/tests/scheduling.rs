@@ -1,6 +1,6 @@
 //! Placement as the course describes it, with real kubectl and the real scheduler: nodeSelector,
-//! nodeName, required and preferred node affinity, taints, insufficient cpu, and a second
-//! scheduler that only takes its own pods. Messages and events as upstream's.
+//! nodeName, required and preferred node affinity, taints, insufficient cpu, host ports, and a
+//! second scheduler that only takes its own pods. Messages and events as upstream's.
 
 use std::time::Duration;
 
@@ -555,4 +555,100 @@ profiles:
         "jsonpath={.items[*].reportingComponent}",
     ]);
     assert_eq!(events.ok(), "packer");
+}
+
+#[test]
+fn host_ports_conflict_unless_a_profile_disables_node_ports() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 2, false);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("scheduler.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: no-port-check
+  plugins:
+    multiPoint:
+      disabled:
+      - name: NodePorts
+",
+    )
+    .unwrap();
+    let config = config.to_string_lossy().to_string();
+    let _scheduler = Scheduler::start(&server, &["--config", &config]).unwrap();
+    let with_port = |name: &str, scheduler: &str| {
+        pod(name, &format!("  schedulerName: {scheduler}\n")).replace(
+            "    image: nginx\n",
+            "    image: nginx\n    ports:\n    - containerPort: 80\n      hostPort: 8080\n",
+        )
+    };
+    // One pod per node can hold host port 8080.
+    for name in ["web-0", "web-1"] {
+        server
+            .kubectl_stdin(
+                &["apply", "-f", "-"],
+                Some(&with_port(name, "default-scheduler")),
+            )
+            .ok();
+    }
+    let mut nodes = [scheduled(&server, "web-0"), scheduled(&server, "web-1")];
+    nodes.sort();
+    assert_eq!(nodes, ["worker0", "worker1"]);
+
+    // A third stays Pending with upstream's reason; preemption cannot help an equal priority.
+    server
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            Some(&with_port("web-2", "default-scheduler")),
+        )
+        .ok();
+    let expected = "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports. no new claims to deallocate, preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.";
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .kubectl(&[
+                "get",
+                "pod",
+                "web-2",
+                "-o",
+                "jsonpath={.status.conditions[0].message}"
+            ])
+            .ok()
+            == expected),
+        "{:?}",
+        server.kubectl(&["get", "pod", "web-2", "-o", "yaml"])
+    );
+    let events = server.kubectl(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=web-2,reason=FailedScheduling",
+        "-o",
+        "jsonpath={.items[0].message}",
+    ]);
+    assert_eq!(events.ok(), expected);
+
+    // A profile without NodePorts does not look at host ports.
+    server
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            Some(&with_port("unchecked", "no-port-check")),
+        )
+        .ok();
+    let shared = scheduled(&server, "unchecked");
+
+    // Freeing the port on the other node lets the pending pod in there.
+    let other = ["web-0", "web-1"]
+        .into_iter()
+        .find(|p| node_of(&server, p) != shared)
+        .unwrap();
+    let freed = node_of(&server, other);
+    server
+        .kubectl(&["delete", "pod", other, "--grace-period=0", "--force"])
+        .ok();
+    assert_eq!(scheduled(&server, "web-2"), freed);
 }

@@ -1,11 +1,13 @@
 //! The per-node view a scheduling cycle works on: a node, the pods on it (bound or assumed), and
-//! what they add up to.
+//! what they add up to (requests, host ports).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use tinykube_proto::quantity::Quantity;
+
+use crate::plugins::node_ports::{host_ports, HostPort};
 
 /// Requested or allocatable amounts: cpu in millicores, memory in bytes, pods, and extended
 /// resources by name.
@@ -92,13 +94,17 @@ pub struct NodeInfo {
     /// The pods with pod affinity or anti-affinity terms of their own, which are all that
     /// InterPodAffinity needs to look at for an incoming pod without terms.
     pub affinity_pods: Vec<Arc<Pod>>,
+    /// The host ports its pods hold (NodePorts); empty on most nodes.
+    pub used_ports: Vec<HostPort>,
 }
 
 impl NodeInfo {
     pub fn new(node: Arc<Node>, pods: Vec<Arc<Pod>>) -> Self {
         let mut requested = Resources::default();
         let mut nonzero = (0, 0);
+        let mut used_ports = Vec::new();
         for p in &pods {
+            used_ports.extend(host_ports(p));
             let r = Resources::requested(p);
             let (cpu, mem) = crate::plugins::node_resources_fit::nonzero(&r);
             nonzero.0 += cpu;
@@ -121,6 +127,7 @@ impl NodeInfo {
             nonzero,
             allocatable,
             affinity_pods,
+            used_ports,
         }
     }
 

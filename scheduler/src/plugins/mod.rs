@@ -7,6 +7,7 @@ pub mod default_preemption;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
+pub mod node_ports;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
@@ -52,6 +53,11 @@ pub const REGISTRY: &[Registered] = &[
         name: node_affinity::NAME,
         points: FILTER_SCORE,
         weight: 2,
+    },
+    Registered {
+        name: node_ports::NAME,
+        points: FILTER,
+        weight: 0,
     },
     Registered {
         name: node_resources_fit::NAME,
@@ -123,6 +129,7 @@ pub fn new(name: &str, args: &Args, handle: &Handle) -> Option<Arc<dyn Plugin>> 
         node_name::NAME => Arc::new(node_name::NodeName),
         taint_toleration::NAME => Arc::new(taint_toleration::TaintToleration),
         node_affinity::NAME => Arc::new(node_affinity::NodeAffinity),
+        node_ports::NAME => Arc::new(node_ports::NodePorts),
         node_resources_fit::NAME => Arc::new(args.fit.clone()),
         balanced_allocation::NAME => Arc::new(balanced_allocation::BalancedAllocation),
         pod_topology_spread::NAME => Arc::new(pod_topology_spread::PodTopologySpread {
@@ -154,6 +161,7 @@ mod tests {
                 "NodeName",
                 "TaintToleration",
                 "NodeAffinity",
+                "NodePorts",
                 "NodeResourcesFit",
                 "PodTopologySpread",
                 "InterPodAffinity",
