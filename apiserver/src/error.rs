@@ -93,10 +93,13 @@ pub enum ApiError {
     NotAcceptable(String),
     #[error("Request entity too large: limit is {0}")]
     TooLarge(usize),
+    /// 429; `retry_after` seconds (when not zero) go to `details.retryAfterSeconds` and the
+    /// `Retry-After` header, which client-go obeys by retrying on its own.
     #[error("{message}")]
     TooManyRequests {
         message: String,
         causes: Vec<(String, String)>,
+        retry_after: u32,
     },
     #[error("Unauthorized")]
     Unauthorized,
@@ -104,6 +107,10 @@ pub enum ApiError {
     Internal(String),
     #[error("{0}")]
     Unavailable(String),
+    /// A failure `Status` a REST handler returns as its result (upstream's eviction with more
+    /// than one budget): only a code and a message, no reason.
+    #[error("{message}")]
+    Failure { code: StatusCode, message: String },
 }
 
 impl ApiError {
@@ -148,6 +155,7 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Failure { code, .. } => *code,
         }
     }
 
@@ -168,6 +176,7 @@ impl ApiError {
             ApiError::Unauthorized => "Unauthorized",
             ApiError::Internal(_) => "InternalError",
             ApiError::Unavailable(_) => "ServiceUnavailable",
+            ApiError::Failure { .. } => "",
         }
     }
 
@@ -197,12 +206,23 @@ impl ApiError {
                 d.insert("causes".into(), causes.into());
                 Some(Value::Object(d))
             }
-            ApiError::TooManyRequests { causes, .. } if !causes.is_empty() => {
-                let causes: Vec<Value> = causes
-                    .iter()
-                    .map(|(reason, message)| json!({"reason": reason, "message": message}))
-                    .collect();
-                Some(json!({ "causes": causes }))
+            ApiError::TooManyRequests {
+                causes,
+                retry_after,
+                ..
+            } => {
+                let mut d = Map::new();
+                if !causes.is_empty() {
+                    let causes: Vec<Value> = causes
+                        .iter()
+                        .map(|(reason, message)| json!({"reason": reason, "message": message}))
+                        .collect();
+                    d.insert("causes".into(), causes.into());
+                }
+                if *retry_after > 0 {
+                    d.insert("retryAfterSeconds".into(), (*retry_after).into());
+                }
+                Some(Value::Object(d))
             }
             _ => None,
         }
@@ -216,7 +236,9 @@ impl ApiError {
         s.insert("metadata".into(), json!({}));
         s.insert("status".into(), "Failure".into());
         s.insert("message".into(), self.to_string().into());
-        s.insert("reason".into(), self.reason().into());
+        if !self.reason().is_empty() {
+            s.insert("reason".into(), self.reason().into());
+        }
         if let Some(d) = self.details() {
             s.insert("details".into(), d);
         }
@@ -245,6 +267,12 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if let ApiError::TooManyRequests { retry_after, .. } = &self {
+            if *retry_after > 0 {
+                resp.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+        }
         resp
     }
 }

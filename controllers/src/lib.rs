@@ -1,6 +1,6 @@
 //! tinykube-controller-manager: the controllers that make workloads happen (ReplicaSet, DaemonSet,
-//! Deployment, garbage collector, namespace lifecycle), each a reconcile loop over shared
-//! informer caches with a rate-limited work queue keyed by object.
+//! Deployment, garbage collector, namespace lifecycle, node lifecycle, disruption budgets), each
+//! a reconcile loop over shared informer caches with a rate-limited work queue keyed by object.
 //!
 //! One entry, [`run`]. It campaigns for the `kube-controller-manager` Lease when asked to,
 //! builds the shared [`context::Context`], starts every enabled controller of the
@@ -9,6 +9,7 @@
 pub mod context;
 pub mod daemonset;
 pub mod deployment;
+pub mod disruption;
 pub mod events;
 pub mod expectations;
 pub mod garbagecollector;

@@ -47,6 +47,10 @@ pub const CONTROLLERS: &[Entry] = &[
         name: "nodelifecycle",
         start: Some(crate::nodelifecycle::start),
     },
+    Entry {
+        name: "disruption",
+        start: Some(crate::disruption::start),
+    },
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -180,6 +180,11 @@ fn eviction_honours_pod_disruption_budgets() {
     let mut running = pod("guarded");
     running["spec"]["nodeName"] = "worker0".into();
     api.post(PODS, &running);
+    // Budgets guard running pods (a pending one is evicted at once, as upstream).
+    api.merge(
+        &format!("{PODS}/guarded/status"),
+        r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#,
+    );
     let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "keep"},
                      "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "demo"}}}});
     let pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";

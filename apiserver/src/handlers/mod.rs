@@ -2,6 +2,7 @@
 //! to the handler of its verb. Also the JSON response helpers every handler uses.
 
 mod delete;
+mod eviction;
 mod read;
 mod subresource;
 mod watch;
@@ -198,7 +199,7 @@ async fn route(
             subresource::binding(ctx, &read_body(body).await?).await
         }
         (Method::POST, true, Some("eviction")) => {
-            subresource::eviction(ctx, &read_body(body).await?).await
+            eviction::eviction(ctx, &read_body(body).await?).await
         }
         (Method::PUT, true, Some("scale")) => {
             subresource::update_scale(ctx, &read_body(body).await?, false).await

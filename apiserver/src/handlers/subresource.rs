@@ -1,5 +1,5 @@
-//! Subresources with their own logic: pods/binding (and `bindings`), pods/eviction honouring
-//! PodDisruptionBudgets, and the scale view of Deployments and ReplicaSets.
+//! Subresources with their own logic: pods/binding (and `bindings`) and the scale view of
+//! Deployments and ReplicaSets (pods/eviction is in `eviction`).
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 use tinykube_proto::labels::Selector;
 use tinykube_proto::registry::{self, ResourceInfo};
 
-use super::delete::{delete_object, DeleteOptions};
 use super::write::{admit_body, FieldValidation};
 use super::{json_response, Ctx};
 use crate::error::{ApiError, ApiResult, Qualified};
@@ -16,7 +15,7 @@ use crate::object::{self, meta_mut};
 use crate::request::{body_format, decode_body, BodyFormat};
 use crate::storage::Change;
 
-fn success(code: StatusCode) -> Value {
+pub(super) fn success(code: StatusCode) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code.as_u16()})
 }
 
@@ -24,7 +23,12 @@ fn pods() -> &'static ResourceInfo {
     registry::lookup("", "v1", "pods").expect("pods are served")
 }
 
-fn decode_as(ctx: &Ctx, body: &[u8], kind_info: &ResourceInfo, expected: &str) -> ApiResult<Value> {
+pub(super) fn decode_as(
+    ctx: &Ctx,
+    body: &[u8],
+    kind_info: &ResourceInfo,
+    expected: &str,
+) -> ApiResult<Value> {
     let format = body_format(&ctx.headers)?;
     if !matches!(
         format,
@@ -141,142 +145,6 @@ fn set_condition(pod: &mut Value, condition: Value) {
             None => list.push(condition),
         }
     }
-}
-
-/// Evict a pod unless a PodDisruptionBudget forbids it (429).
-pub async fn eviction(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
-    let eviction_info = &EVICTION;
-    let eviction = decode_as(&ctx, body, eviction_info, "Eviction")?;
-    let info = pods();
-    let ns = ctx.target.namespace.clone();
-    let name = ctx.target.name.clone().unwrap_or_default();
-    let pod = ctx.state.objects.get(info, ns.as_deref(), &name)?;
-    let opts = eviction
-        .get("deleteOptions")
-        .map(DeleteOptions::from_value)
-        .unwrap_or_default();
-    let finished = matches!(
-        pod.pointer("/status/phase").and_then(Value::as_str),
-        Some("Succeeded" | "Failed")
-    );
-    if !finished && !object::is_deleting(&pod) {
-        take_disruption(&ctx, &pod).await?;
-    }
-    delete_object(&ctx.state, info, ns.as_deref(), &name, &opts).await?;
-    Ok(json_response(
-        StatusCode::CREATED,
-        &success(StatusCode::CREATED),
-        ctx.pretty,
-    ))
-}
-
-/// The resource-like facts of policy/v1 Eviction, for decoding its body.
-static EVICTION: ResourceInfo = ResourceInfo {
-    group: "policy",
-    version: "v1",
-    kind: "Eviction",
-    list_kind: "EvictionList",
-    plural: "evictions",
-    singular: "eviction",
-    short_names: &[],
-    categories: &[],
-    namespaced: true,
-    verbs: &["create"],
-    subresources: &[],
-    has_generation: false,
-};
-
-/// Spend one allowed disruption of the pod's budget, or refuse with 429.
-async fn take_disruption(ctx: &Ctx, pod: &Value) -> ApiResult<()> {
-    let pdb_info = registry::lookup("policy", "v1", "poddisruptionbudgets").expect("served");
-    let ns = object::namespace(pod).unwrap_or("default").to_string();
-    let labels = object::labels(pod);
-    let budgets: Vec<Value> = ctx
-        .state
-        .objects
-        .list(pdb_info, Some(&ns), None, None)?
-        .items
-        .into_iter()
-        .filter(|pdb| {
-            let Some(sel) = pdb.pointer("/spec/selector") else {
-                return false;
-            };
-            serde_json::from_value(sel.clone())
-                .ok()
-                .and_then(|s| Selector::from_label_selector(&s).ok())
-                .is_some_and(|s| !s.is_everything() && s.matches(&labels))
-        })
-        .collect();
-    if budgets.len() > 1 {
-        return Err(ApiError::Internal(
-            "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.".into(),
-        ));
-    }
-    let Some(pdb) = budgets.into_iter().next() else {
-        return Ok(());
-    };
-    let pdb_name = object::name(&pdb).to_string();
-    let pod_name = object::name(pod).to_string();
-    let refuse = |pdb: &Value| {
-        let desired = pdb
-            .pointer("/status/desiredHealthy")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        let current = pdb
-            .pointer("/status/currentHealthy")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        ApiError::TooManyRequests {
-            message: "Cannot evict pod as it would violate the pod's disruption budget.".into(),
-            causes: vec![(
-                "DisruptionBudget".into(),
-                format!(
-                    "The disruption budget {} needs {desired} healthy pods and has {current} currently",
-                    object::name(pdb)
-                ),
-            )],
-        }
-    };
-    ctx.state
-        .objects
-        .update(pdb_info, Some(&ns), &pdb_name, |current| {
-            let generation = current
-                .pointer("/metadata/generation")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            let observed = current
-                .pointer("/status/observedGeneration")
-                .and_then(Value::as_i64)
-                .unwrap_or(-1);
-            if observed < generation {
-                return Err(ApiError::TooManyRequests {
-                    message: "Cannot evict pod as it would violate the pod's disruption budget."
-                        .into(),
-                    causes: vec![(
-                        "DisruptionBudget".into(),
-                        "The disruption budget is still being processed by the server.".into(),
-                    )],
-                });
-            }
-            let allowed = current
-                .pointer("/status/disruptionsAllowed")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            if allowed <= 0 {
-                return Err(refuse(&current));
-            }
-            let mut next = current.clone();
-            if let Some(status) = next.get_mut("status").and_then(Value::as_object_mut) {
-                status.insert("disruptionsAllowed".into(), (allowed - 1).into());
-                let disrupted = status.entry("disruptedPods").or_insert_with(|| json!({}));
-                if let Some(d) = disrupted.as_object_mut() {
-                    d.insert(pod_name.clone(), object::timestamp(Utc::now()).into());
-                }
-            }
-            Ok(Change::Write(next))
-        })
-        .await?;
-    Ok(())
 }
 
 fn scale_view(info: &ResourceInfo, obj: &Value) -> Value {
