@@ -57,15 +57,19 @@ fn with_nominated(
     Some(out)
 }
 
-/// How many feasible nodes filtering looks for before scoring, as upstream's default
-/// percentageOfNodesToScore: every node up to 100, then an adaptive share (50% minus 1% per
-/// 125 nodes, at least 5%), never fewer than 100.
-pub fn feasible_nodes_to_find(nodes: usize) -> usize {
+/// How many feasible nodes filtering looks for before scoring, as upstream's
+/// numFeasibleNodesToFind: every node up to 100; else `percentage` of them (the profile's
+/// percentageOfNodesToScore), or with 0 an adaptive share (50% minus 1% per 125 nodes, at
+/// least 5%); never fewer than 100.
+pub fn feasible_nodes_to_find(nodes: usize, percentage: i32) -> usize {
     const MIN_FEASIBLE: usize = 100;
     if nodes < MIN_FEASIBLE {
         return nodes;
     }
-    let percentage = 50usize.saturating_sub(nodes / 125).max(5);
+    let percentage = match usize::try_from(percentage) {
+        Ok(p) if p > 0 => p.min(100),
+        _ => 50usize.saturating_sub(nodes / 125).max(5),
+    };
     (nodes * percentage / 100).max(MIN_FEASIBLE)
 }
 
@@ -94,7 +98,7 @@ pub fn decide(
     // As upstream, filtering stops once enough feasible nodes are found, and the next cycle
     // starts where this one stopped, so every node gets its turn.
     let total = filter_view.len();
-    let wanted = feasible_nodes_to_find(total);
+    let wanted = feasible_nodes_to_find(total, fw.percentage_of_nodes_to_score);
     let start = if wanted < total {
         sched.next_start_node.load(Ordering::Relaxed) % total
     } else {
@@ -337,16 +341,26 @@ mod tests {
 
     #[test]
     fn large_clusters_filter_an_adaptive_share_of_nodes() {
-        for (nodes, want) in [
-            (0, 0),
-            (3, 3),
-            (99, 99),
-            (100, 100),
-            (1000, 420),
-            (5000, 500),
-            (20_000, 1000),
+        for (nodes, percentage, want) in [
+            (0, 0, 0),
+            (3, 0, 3),
+            (99, 0, 99),
+            (100, 0, 100),
+            (1000, 0, 420),
+            (5000, 0, 500),
+            (20_000, 0, 1000),
+            // A configured percentageOfNodesToScore, still never under 100 nodes.
+            (99, 10, 99),
+            (1000, 100, 1000),
+            (1000, 30, 300),
+            (1000, 5, 100),
+            (5000, 50, 2500),
         ] {
-            assert_eq!(feasible_nodes_to_find(nodes), want, "{nodes} nodes");
+            assert_eq!(
+                feasible_nodes_to_find(nodes, percentage),
+                want,
+                "{nodes} nodes at {percentage}%"
+            );
         }
     }
 }

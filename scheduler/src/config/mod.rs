@@ -186,6 +186,17 @@ pub fn parse(text: &str, path: &str) -> Result<Loaded, ConfigError> {
             "{path}: kind must be \"KubeSchedulerConfiguration\""
         )));
     }
+    let percentage = |p: Option<i32>, at: &str| match p {
+        Some(v) if !(0..=100).contains(&v) => Err(invalid(
+            at,
+            format!("Invalid value: {v}: not in valid range [0-100]"),
+        )),
+        _ => Ok(p),
+    };
+    let file_percentage = percentage(
+        file.percentage_of_nodes_to_score,
+        "percentageOfNodesToScore",
+    )?;
     let mut profiles = Vec::new();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let configs = if file.profiles.is_empty() {
@@ -236,11 +247,16 @@ pub fn parse(text: &str, path: &str) -> Result<Loaded, ConfigError> {
         }
         plan.check(&at, &name)?;
         let args = args::parse_args(&pc.plugin_config, &at)?;
+        let own = percentage(
+            pc.percentage_of_nodes_to_score,
+            &format!("{at}.percentageOfNodesToScore"),
+        )?;
         profiles.push(Profile {
             scheduler_name: name,
             plan,
             args,
-            percentage_of_nodes_to_score: None,
+            // As upstream: the profile's value when set (0 included), else the file's.
+            percentage_of_nodes_to_score: own.or(file_percentage),
         });
     }
     Ok(Loaded {
@@ -386,6 +402,42 @@ mod tests {
         ];
         for (text, want) in cases {
             let err = parse(text, "c.yaml").err().expect(want).to_string();
+            assert!(err.contains(want), "{err} lacks {want}");
+        }
+    }
+
+    #[test]
+    fn percentage_of_nodes_to_score_is_per_profile_over_the_files() {
+        let text = format!(
+            "{HEAD}percentageOfNodesToScore: 30
+profiles:
+- schedulerName: inherits
+- schedulerName: own
+  percentageOfNodesToScore: 70
+- schedulerName: adaptive
+  percentageOfNodesToScore: 0
+"
+        );
+        let loaded = parse(&text, "c.yaml").unwrap();
+        let got: Vec<Option<i32>> = loaded
+            .profiles
+            .iter()
+            .map(|p| p.percentage_of_nodes_to_score)
+            .collect();
+        assert_eq!(got, [Some(30), Some(70), Some(0)]);
+        let none = parse(HEAD, "c.yaml").unwrap();
+        assert_eq!(none.profiles[0].percentage_of_nodes_to_score, None);
+        for (text, want) in [
+            (
+                format!("{HEAD}percentageOfNodesToScore: 101\n"),
+                "percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]",
+            ),
+            (
+                format!("{HEAD}profiles:\n- percentageOfNodesToScore: -1\n"),
+                "profiles[0].percentageOfNodesToScore: Invalid value: -1: not in valid range [0-100]",
+            ),
+        ] {
+            let err = parse(&text, "c.yaml").err().expect(want).to_string();
             assert!(err.contains(want), "{err} lacks {want}");
         }
     }
