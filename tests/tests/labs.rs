@@ -42,6 +42,7 @@ macro_rules! labs {
 labs! {
     nodes_and_labels => "01-nodes-and-labels.md",
     node_affinity => "02-node-affinity.md",
+    pod_affinity => "03-pod-affinity.md",
     daemonsets => "05-daemonsets.md",
     multiple_schedulers => "06-multiple-schedulers.md",
     node_failure => "10-node-failure.md",
