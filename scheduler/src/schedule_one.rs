@@ -229,8 +229,9 @@ async fn unschedulable(
     let fit = diagnosis.fit_error();
     // PostFilter: DynamicResources has no claims to free; then DefaultPreemption.
     let preemption = fw.preemption.then(|| {
+        let pdbs = sched.handle.pdbs.list();
         let mut rng = sched.rng.lock().unwrap_or_else(|e| e.into_inner());
-        default_preemption::preempt(fw, pod, nodes, diagnosis, &mut *rng)
+        default_preemption::preempt(fw, pod, nodes, diagnosis, &pdbs, &mut *rng)
     });
     let (message, nomination) = match &preemption {
         Some(Preemption::Nominate { node, .. }) => (fit, Nomination::Set(node.clone())),

@@ -652,3 +652,84 @@ profiles:
         .ok();
     assert_eq!(scheduled(&server, "web-2"), freed);
 }
+
+#[test]
+fn preemption_spares_pods_a_disruption_budget_protects() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 2, false);
+    let classes = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: low\nvalue: 100\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: high\nvalue: 1000\n";
+    server
+        .kubectl_stdin(&["create", "-f", "-"], Some(classes))
+        .ok();
+    let _scheduler = Scheduler::start(&server, &["--seed", "3"]).unwrap();
+    let with_cpu = |name: &str, app: &str, class: &str| {
+        pod(
+            name,
+            &format!("  priorityClassName: {class}\n  terminationGracePeriodSeconds: 0\n"),
+        )
+        .replace(
+            "metadata:\n",
+            &format!("metadata:\n  labels: {{app: {app}}}\n"),
+        )
+        .replace(
+            "    image: nginx\n",
+            "    image: nginx\n    resources:\n      requests:\n        cpu: \"3\"\n",
+        )
+    };
+    // The budget over web allows no disruption (its status set here, as the disruption
+    // controller would).
+    let budget = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: web\nspec:\n  minAvailable: 1\n  selector:\n    matchLabels: {app: web}\n";
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(budget))
+        .ok();
+    let status = r#"{"status":{"disruptionsAllowed":0,"currentHealthy":1,"desiredHealthy":1,"expectedPods":1,"observedGeneration":1}}"#;
+    server
+        .kubectl(&[
+            "patch",
+            "pdb",
+            "web",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            status,
+        ])
+        .ok();
+
+    // Each node is filled by one low-priority pod; db-0 started first, so without a budget
+    // the more recent web-0 would be the cheaper victim.
+    let mut placed = Vec::new();
+    for (name, app, started) in [
+        ("db-0", "db", "2026-01-01T00:00:00Z"),
+        ("web-0", "web", "2026-01-02T00:00:00Z"),
+    ] {
+        server
+            .kubectl_stdin(&["apply", "-f", "-"], Some(&with_cpu(name, app, "low")))
+            .ok();
+        placed.push(scheduled(&server, name));
+        let status = format!(r#"{{"status":{{"startTime":"{started}"}}}}"#);
+        server
+            .kubectl(&[
+                "patch",
+                "pod",
+                name,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &status,
+            ])
+            .ok();
+    }
+    let [db_node, web_node] = [placed[0].clone(), placed[1].clone()];
+
+    // The preemptor takes db-0's node: web-0 is protected.
+    server
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            Some(&with_cpu("urgent", "urgent", "high")),
+        )
+        .ok();
+    assert_eq!(scheduled(&server, "urgent"), db_node);
+    assert_eq!(node_of(&server, "web-0"), web_node, "web-0 is spared");
+    let events = server.kubectl(&["get", "events", "--field-selector", "reason=Preempted"]);
+    assert!(events.ok().contains("db-0"), "{events:?}");
+}

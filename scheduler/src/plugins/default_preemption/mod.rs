@@ -4,16 +4,23 @@
 //!
 //! The choice follows upstream: only nodes that failed with a resolvable reason are tried; on
 //! each, every lower-priority pod is removed, and if the pod then fits, the removed pods are
-//! put back one by one, most important first, keeping each that still leaves room. Among the
-//! candidate nodes the one whose most important victim has the lowest priority wins, then the
-//! lowest sum of victim priorities, then the fewest victims, then the latest start of the most
-//! important victims.
+//! put back one by one, keeping each that still leaves room: first those whose eviction would
+//! violate a PodDisruptionBudget (`status.disruptionsAllowed` spent pod by pod), then the
+//! others, most important first in both groups. Among the candidate nodes the one with the
+//! fewest budget violations wins, then the one whose most important victim has the lowest
+//! priority, then the lowest sum of victim priorities, then the fewest victims, then the latest
+//! start of the most important victims.
+
+mod budgets;
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
 use rand::Rng;
+
+pub use budgets::split_by_pdb;
 
 use crate::framework::{fit_error, CycleState, Diagnosis, Framework, NodeInfo, Status};
 
@@ -123,14 +130,26 @@ fn eligible(pod: &Pod, nodes: &[Arc<NodeInfo>], diagnosis: &Diagnosis) -> Result
     Ok(())
 }
 
+/// A node preemption could free for the pod.
+#[derive(Debug)]
+pub struct Candidate {
+    /// The node's index in the snapshot.
+    pub index: usize,
+    /// The pods to evict, most important first.
+    pub victims: Vec<Arc<Pod>>,
+    /// How many of them a PodDisruptionBudget does not allow to go.
+    pub pdb_violations: usize,
+}
+
 /// The fewest, least important pods to evict from `nodes[index]` for `pod` to fit there,
-/// most important first; or why no eviction there helps.
+/// sparing those a PodDisruptionBudget protects when it can; or why no eviction there helps.
 pub fn select_victims(
     fw: &Framework,
     pod: &Pod,
     nodes: &[Arc<NodeInfo>],
     index: usize,
-) -> Result<Vec<Arc<Pod>>, Status> {
+    pdbs: &[Arc<PodDisruptionBudget>],
+) -> Result<Candidate, Status> {
     let node = &nodes[index];
     let (mut potential, mut kept): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) = node
         .pods
@@ -148,13 +167,20 @@ pub fn select_victims(
     }
     let now = tinykube_client::now();
     potential.sort_by(|a, b| more_important(a, b, now));
+    let (violating, others) = split_by_pdb(potential, pdbs);
+    let mixed = !violating.is_empty() && !others.is_empty();
     let mut victims = Vec::new();
-    for p in potential {
-        kept.push(p.clone());
-        trial[index] = Arc::new(NodeInfo::new(node.node.clone(), kept.clone()));
-        if !fits(fw, pod, &trial, index).is_success() {
-            kept.pop();
-            victims.push(p);
+    let mut pdb_violations = 0;
+    // Reprieve the protected pods first, so that they go only when nothing else makes room.
+    for (protected, group) in [(true, violating), (false, others)] {
+        for p in group {
+            kept.push(p.clone());
+            trial[index] = Arc::new(NodeInfo::new(node.node.clone(), kept.clone()));
+            if !fits(fw, pod, &trial, index).is_success() {
+                kept.pop();
+                victims.push(p);
+                pdb_violations += usize::from(protected);
+            }
         }
     }
     if victims.is_empty() {
@@ -163,28 +189,39 @@ pub fn select_victims(
             node.name()
         )));
     }
-    Ok(victims)
+    if mixed {
+        victims.sort_by(|a, b| more_important(a, b, now));
+    }
+    Ok(Candidate {
+        index,
+        victims,
+        pdb_violations,
+    })
 }
 
-/// Among candidate nodes (index, victims most important first), the one to preempt on.
-pub fn pick_node(candidates: &[(usize, Vec<Arc<Pod>>)]) -> Option<usize> {
+/// Among candidate nodes, the one to preempt on (its index), by upstream's criteria in order.
+pub fn pick_node(candidates: &[Candidate]) -> Option<usize> {
     let now = tinykube_client::now();
-    type Criterion = fn(&[Arc<Pod>], Timestamp) -> i64;
-    let criteria: [Criterion; 4] = [
+    type Criterion = fn(&Candidate, Timestamp) -> i64;
+    let criteria: [Criterion; 5] = [
+        // The fewest PodDisruptionBudget violations.
+        |c, _| -(c.pdb_violations as i64),
         // The lowest priority of the most important victim.
-        |v, _| -(priority(&v[0]) as i64),
+        |c, _| -(priority(&c.victims[0]) as i64),
         // The lowest sum of priorities (shifted so that negative priorities still add up).
-        |v, _| {
-            -v.iter()
+        |c, _| {
+            -c.victims
+                .iter()
                 .map(|p| priority(p) as i64 + i32::MAX as i64 + 1)
                 .sum::<i64>()
         },
         // The fewest victims.
-        |v, _| -(v.len() as i64),
+        |c, _| -(c.victims.len() as i64),
         // The latest start among the victims of the highest priority.
-        |v, now| {
-            let top = priority(&v[0]);
-            v.iter()
+        |c, now| {
+            let top = priority(&c.victims[0]);
+            c.victims
+                .iter()
                 .filter(|p| priority(p) == top)
                 .map(|p| start_time(p, now))
                 .min()
@@ -192,12 +229,12 @@ pub fn pick_node(candidates: &[(usize, Vec<Arc<Pod>>)]) -> Option<usize> {
                 .unwrap_or(i64::MIN)
         },
     ];
-    let mut left: Vec<&(usize, Vec<Arc<Pod>>)> = candidates.iter().collect();
+    let mut left: Vec<&Candidate> = candidates.iter().collect();
     for criterion in criteria {
         if left.len() <= 1 {
             break;
         }
-        let scores: Vec<i64> = left.iter().map(|c| criterion(&c.1, now)).collect();
+        let scores: Vec<i64> = left.iter().map(|c| criterion(c, now)).collect();
         let best = scores.iter().copied().max()?;
         left = left
             .into_iter()
@@ -206,7 +243,7 @@ pub fn pick_node(candidates: &[(usize, Vec<Arc<Pod>>)]) -> Option<usize> {
             .map(|(c, _)| c)
             .collect();
     }
-    left.first().map(|c| c.0)
+    left.first().map(|c| c.index)
 }
 
 /// Decide preemption for `pod`, which failed every node as `diagnosis` says.
@@ -215,6 +252,7 @@ pub fn preempt(
     pod: &Pod,
     nodes: &[Arc<NodeInfo>],
     diagnosis: &Diagnosis,
+    pdbs: &[Arc<PodDisruptionBudget>],
     rng: &mut impl Rng,
 ) -> Outcome {
     if let Err(why) = eligible(pod, nodes, diagnosis) {
@@ -245,8 +283,8 @@ pub fn preempt(
         }
         let index = potential[(offset + k) % potential.len()];
         tried += 1;
-        match select_victims(fw, pod, nodes, index) {
-            Ok(victims) => candidates.push((index, victims)),
+        match select_victims(fw, pod, nodes, index, pdbs) {
+            Ok(candidate) => candidates.push(candidate),
             Err(status) => {
                 for r in status.reasons() {
                     *failed.entry(r).or_default() += 1;
@@ -258,8 +296,8 @@ pub fn preempt(
         Some(index) => {
             let victims = candidates
                 .into_iter()
-                .find(|c| c.0 == index)
-                .map(|c| c.1)
+                .find(|c| c.index == index)
+                .map(|c| c.victims)
                 .unwrap_or_default();
             Outcome::Nominate {
                 node: nodes[index].name().to_string(),
@@ -309,42 +347,135 @@ mod tests {
             .collect()
     }
 
-    /// What one case expects: the victims' names, or the reason no eviction helps.
-    type Want<'a> = Result<Vec<&'a str>, &'a str>;
+    /// `pod` with the label `app`.
+    fn app(pod: Arc<Pod>, app: &str) -> Arc<Pod> {
+        let mut p = (*pod).clone();
+        p.metadata.labels = Some([("app".to_string(), app.to_string())].into());
+        Arc::new(p)
+    }
+
+    /// A budget in `ns` over `app=<app>` with `allowed` disruptions left and the named pods
+    /// already being evicted.
+    fn pdb(ns: &str, app: &str, allowed: i32, disrupted: &[&str]) -> Arc<PodDisruptionBudget> {
+        let disrupted: serde_json::Map<String, serde_json::Value> = disrupted
+            .iter()
+            .map(|p| (p.to_string(), json!("2026-01-01T00:00:00Z")))
+            .collect();
+        let selector = if app.is_empty() {
+            json!({})
+        } else {
+            json!({"matchLabels": {"app": app}})
+        };
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": format!("{app}-pdb"), "namespace": ns},
+                "spec": {"selector": selector},
+                "status": {"disruptionsAllowed": allowed, "disruptedPods": disrupted,
+                           "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0},
+            }))
+            .unwrap(),
+        )
+    }
+
+    /// What one case expects: the victims' names and how many violate a budget, or the reason
+    /// no eviction helps.
+    type Want<'a> = Result<(Vec<&'a str>, usize), &'a str>;
     type Pods = Vec<Arc<Pod>>;
+    type Budgets = Vec<Arc<PodDisruptionBudget>>;
 
     #[test]
     fn victims_are_the_fewest_least_important_pods() {
         // Nodes have 4 cpu. The preemptor wants 2.
-        let cases: Vec<(&str, Pods, Want)> = vec![
+        let cases: Vec<(&str, Pods, Budgets, Want)> = vec![
             (
                 "one low pod is enough; the more important stays",
                 vec![pod("low", 1, "2", None), pod("mid", 5, "2", None)],
-                Ok(vec!["low"]),
+                vec![],
+                Ok((vec!["low"], 0)),
             ),
             (
                 "both must go",
                 vec![pod("a", 1, "3", None), pod("b", 2, "3", None)],
-                Ok(vec!["b", "a"]),
+                vec![],
+                Ok((vec!["b", "a"], 0)),
             ),
             (
                 "higher-priority pods are never victims",
                 vec![pod("high", 100, "4", None)],
+                vec![],
                 Err(NO_VICTIMS),
             ),
             (
                 "removing every lower pod is still not enough",
                 vec![pod("high", 100, "3", None), pod("low", 1, "1", None)],
+                vec![],
                 Err("Insufficient cpu"),
+            ),
+            (
+                "a budget spares the less important pod; the other goes",
+                vec![
+                    app(pod("db", 1, "2", None), "db"),
+                    app(pod("web", 5, "2", None), "web"),
+                ],
+                vec![pdb("default", "db", 0, &[])],
+                Ok((vec!["web"], 0)),
+            ),
+            (
+                "a budget with a disruption left protects nothing",
+                vec![
+                    app(pod("db", 1, "2", None), "db"),
+                    app(pod("web", 5, "2", None), "web"),
+                ],
+                vec![pdb("default", "db", 1, &[])],
+                Ok((vec!["db"], 0)),
+            ),
+            (
+                "a pod already being evicted spends nothing",
+                vec![
+                    app(pod("db", 1, "2", None), "db"),
+                    app(pod("web", 5, "2", None), "web"),
+                ],
+                vec![pdb("default", "db", 0, &["db"])],
+                Ok((vec!["db"], 0)),
+            ),
+            (
+                "budgets of other namespaces and empty selectors do not count",
+                vec![
+                    app(pod("db", 1, "2", None), "db"),
+                    app(pod("web", 5, "2", None), "web"),
+                ],
+                vec![pdb("other", "db", 0, &[]), pdb("default", "", 0, &[])],
+                Ok((vec!["db"], 0)),
+            ),
+            (
+                "when both must go, the violation is counted",
+                vec![
+                    app(pod("db", 1, "3", None), "db"),
+                    app(pod("web", 2, "3", None), "web"),
+                ],
+                vec![pdb("default", "db", 0, &[])],
+                Ok((vec!["web", "db"], 1)),
+            ),
+            (
+                "one disruption allowed for two pods: the second overspends it",
+                vec![
+                    app(pod("db-0", 2, "2", None), "db"),
+                    app(pod("db-1", 1, "2", None), "db"),
+                ],
+                vec![pdb("default", "db", 1, &[])],
+                Ok((vec!["db-0"], 0)),
             ),
         ];
         let fw = Framework::new(&Profile::default_named("p"), &Handle::detached());
         let preemptor = pod("p", 10, "2", None);
-        for (what, pods, want) in cases {
+        for (what, pods, pdbs, want) in cases {
             let nodes = vec![with_pods("n1", pods)];
-            let got = select_victims(&fw, &preemptor, &nodes, 0);
+            let got = select_victims(&fw, &preemptor, &nodes, 0, &pdbs);
             match (got, want) {
-                (Ok(v), Ok(w)) => assert_eq!(names(&v), w, "{what}"),
+                (Ok(c), Ok((w, violations))) => {
+                    assert_eq!(names(&c.victims), w, "{what}");
+                    assert_eq!(c.pdb_violations, violations, "{what}");
+                }
                 (Err(s), Err(w)) => assert_eq!(s.reasons(), vec![w.to_string()], "{what}"),
                 (got, want) => panic!("{what}: got {got:?}, want {want:?}"),
             }
@@ -355,36 +486,60 @@ mod tests {
     fn the_node_with_the_cheapest_victims_is_chosen() {
         let t1 = Some("2026-01-01T00:00:00Z");
         let t2 = Some("2026-01-02T00:00:00Z");
-        let cases: Vec<(&str, Vec<Pods>, usize)> = vec![
+        // (what, each node's victims and budget violations, the node chosen)
+        type Victims = Vec<(Pods, usize)>;
+        let cases: Vec<(&str, Victims, usize)> = vec![
+            (
+                "fewest budget violations, before any priority",
+                vec![
+                    (vec![pod("a", 1, "1", t1)], 1),
+                    (vec![pod("b", 9, "1", t1)], 0),
+                ],
+                1,
+            ),
             (
                 "lowest highest priority",
-                vec![vec![pod("a", 5, "1", t1)], vec![pod("b", 3, "1", t1)]],
+                vec![
+                    (vec![pod("a", 5, "1", t1)], 0),
+                    (vec![pod("b", 3, "1", t1)], 0),
+                ],
                 1,
             ),
             (
                 "lowest sum",
                 vec![
-                    vec![pod("a", 3, "1", t1), pod("b", 3, "1", t1)],
-                    vec![pod("c", 3, "1", t1), pod("d", 1, "1", t1)],
+                    (vec![pod("a", 3, "1", t1), pod("b", 3, "1", t1)], 0),
+                    (vec![pod("c", 3, "1", t1), pod("d", 1, "1", t1)], 0),
                 ],
                 1,
             ),
             (
                 "fewest victims",
                 vec![
-                    vec![pod("a", 3, "1", t1), pod("b", 3, "1", t1)],
-                    vec![pod("c", 3, "1", t1)],
+                    (vec![pod("a", 3, "1", t1), pod("b", 3, "1", t1)], 0),
+                    (vec![pod("c", 3, "1", t1)], 0),
                 ],
                 1,
             ),
             (
                 "latest start",
-                vec![vec![pod("a", 3, "1", t2)], vec![pod("b", 3, "1", t1)]],
+                vec![
+                    (vec![pod("a", 3, "1", t2)], 0),
+                    (vec![pod("b", 3, "1", t1)], 0),
+                ],
                 0,
             ),
         ];
-        for (what, victims, want) in cases {
-            let candidates: Vec<(usize, Vec<Arc<Pod>>)> = victims.into_iter().enumerate().collect();
+        for (what, nodes, want) in cases {
+            let candidates: Vec<Candidate> = nodes
+                .into_iter()
+                .enumerate()
+                .map(|(index, (victims, pdb_violations))| Candidate {
+                    index,
+                    victims,
+                    pdb_violations,
+                })
+                .collect();
             assert_eq!(pick_node(&candidates), Some(want), "{what}");
         }
     }
@@ -406,7 +561,7 @@ mod tests {
             ],
         };
         let preemptor = pod("p", 10, "2", None);
-        match preempt(&fw, &preemptor, &nodes, &diagnosis, &mut rng) {
+        match preempt(&fw, &preemptor, &nodes, &diagnosis, &[], &mut rng) {
             Outcome::Nominate { node, victims } => {
                 assert_eq!(node, "n2");
                 assert_eq!(names(&victims), ["low"]);
@@ -414,7 +569,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let humble = pod("p", 0, "2", None);
-        match preempt(&fw, &humble, &nodes, &diagnosis, &mut rng) {
+        match preempt(&fw, &humble, &nodes, &diagnosis, &[], &mut rng) {
             Outcome::NotHelpful(m) => assert_eq!(
                 m,
                 "0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
@@ -423,7 +578,7 @@ mod tests {
         }
         let mut never = (*preemptor).clone();
         never.spec.as_mut().unwrap().preemption_policy = Some("Never".into());
-        match preempt(&fw, &never, &nodes, &diagnosis, &mut rng) {
+        match preempt(&fw, &never, &nodes, &diagnosis, &[], &mut rng) {
             Outcome::NotEligible(m) => {
                 assert_eq!(m, "not eligible due to preemptionPolicy=Never.")
             }
