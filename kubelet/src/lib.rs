@@ -181,8 +181,10 @@ impl Kubelet {
 
     /// Record an event about one of our nodes (best effort).
     pub async fn node_event(&self, node: &NodeState, kind: EventType, reason: &str, msg: &str) {
-        let mut reference = node.reference();
-        reference.namespace = Some("default".into());
+        // As upstream's kubelet: the reference has no namespace (a Node has none; the Event
+        // itself goes to `default`) and the node's name as its UID, which is what
+        // `kubectl describe node` looks for.
+        let reference = node.reference();
         if let Err(e) = self.recorder.record(&reference, kind, reason, msg).await {
             tracing::debug!(error = %e, reason, "could not record node event");
         }

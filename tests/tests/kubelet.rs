@@ -129,6 +129,31 @@ fn node_registers_and_is_ready_as_in_a_real_cluster() {
     ] {
         assert!(events().contains(reason), "{reason}: {}", events());
     }
+    // As upstream's kubelet, the events refer to the node without a namespace and with its
+    // name as UID, so `kubectl describe node` lists them.
+    let event = json(
+        &server,
+        &[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=worker0,reason=Starting",
+        ],
+    );
+    let involved = &event["items"][0]["involvedObject"];
+    assert_eq!(involved["kind"], "Node");
+    assert_eq!(involved["uid"], "worker0");
+    assert!(involved.get("namespace").is_none(), "{involved}");
+    assert_eq!(event["items"][0]["metadata"]["namespace"], "default");
+    let describe = server
+        .kubectl(&["describe", "node", "worker0"])
+        .ok()
+        .to_string();
+    assert!(
+        describe.contains("Starting kubelet.")
+            && describe.contains("Node worker0 status is now: NodeReady"),
+        "{describe}"
+    );
 
     let lease = json(
         &server,

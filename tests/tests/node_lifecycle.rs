@@ -25,6 +25,59 @@ fn taints(server: &ApiServer, node: &str) -> String {
 }
 
 #[test]
+fn nodes_coming_and_going_are_announced_as_upstream() {
+    let server = ApiServer::start().unwrap();
+    let _cm = ControllerManager::start(&server, NODE_LIFECYCLE).unwrap();
+    let yaml = "apiVersion: v1\nkind: Node\nmetadata:\n  name: worker0\n";
+    server
+        .kubectl_stdin(&["create", "-f", "-"], Some(yaml))
+        .ok();
+    let events = |reason: &str| {
+        server
+            .kubectl(&[
+                "get",
+                "events",
+                "--field-selector",
+                &format!("reason={reason}"),
+                "-o",
+                "custom-columns=KIND:.involvedObject.kind,NAME:.involvedObject.name,NS:.involvedObject.namespace,RV:.involvedObject.resourceVersion,FROM:.source.component,MESSAGE:.message",
+                "--no-headers",
+            ])
+            .ok()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let registered =
+        "Node worker0 <none> <none> node-controller Node worker0 event: Registered Node worker0 in Controller";
+    assert!(
+        eventually(Duration::from_secs(10), || events("RegisteredNode")
+            == registered),
+        "{}",
+        events("RegisteredNode")
+    );
+    // kubectl describe node finds it (by the node's UID, without a namespace).
+    let describe = server
+        .kubectl(&["describe", "node", "worker0"])
+        .ok()
+        .to_string();
+    assert!(
+        describe.contains("Registered Node worker0 in Controller"),
+        "{describe}"
+    );
+    server.kubectl(&["delete", "node", "worker0"]).ok();
+    let removing =
+        "Node worker0 <none> <none> node-controller Node worker0 event: Removing Node worker0 from Controller";
+    assert!(
+        eventually(Duration::from_secs(10), || events("RemovingNode")
+            == removing),
+        "{}",
+        events("RemovingNode")
+    );
+    assert_eq!(events("RegisteredNode"), registered, "announced once");
+}
+
+#[test]
 fn condition_taints_follow_readiness_and_cordoning() {
     let server = ApiServer::start().unwrap();
     let _cm = ControllerManager::start(&server, NODE_LIFECYCLE).unwrap();

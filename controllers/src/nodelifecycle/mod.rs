@@ -11,12 +11,13 @@ pub mod eviction;
 pub mod sync;
 pub mod taints;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use tinykube_client::events::EventType;
 use tinykube_client::reflector::{Notification, Store};
 use tokio::time::Instant;
 
@@ -45,6 +46,19 @@ pub struct Controller {
     /// The pod recorder of upstream's taint eviction controller.
     pub eviction_recorder: Arc<EventRecorder>,
     probes: Mutex<HashMap<String, Probe>>,
+    /// The nodes this controller has announced with `RegisteredNode` (upstream's knownNodeSet).
+    known: Mutex<HashSet<String>>,
+}
+
+/// A node as upstream's node events refer to it: no namespace, no resourceVersion.
+pub fn node_ref(node: &Node) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: node.metadata.name.clone(),
+        uid: node.metadata.uid.clone(),
+        ..Default::default()
+    }
 }
 
 /// Subscribe to nodes and pods and return the controller's run future.
@@ -60,6 +74,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         recorder: ctx.recorder(COMPONENT),
         eviction_recorder: ctx.recorder("taint-eviction-controller"),
         probes: Mutex::new(HashMap::new()),
+        known: Mutex::new(HashSet::new()),
     });
     let period = ctx.options.node_monitor_period;
     Box::pin(async move {
@@ -131,7 +146,39 @@ impl Controller {
             Notification::Delete(node) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 self.lock_probes().remove(&name);
+                let known = self
+                    .known
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&name);
+                if known {
+                    self.recorder.record(
+                        &node_ref(&node),
+                        EventType::Normal,
+                        "RemovingNode",
+                        format!("Node {name} event: Removing Node {name} from Controller"),
+                    );
+                }
             }
+        }
+    }
+
+    /// The first time this controller sees a node, it says so, as upstream's does (again after
+    /// a restart of the controller manager, as upstream's).
+    pub fn register(&self, node: &Node) {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let new = self
+            .known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.clone());
+        if new {
+            self.recorder.record(
+                &node_ref(node),
+                EventType::Normal,
+                "RegisteredNode",
+                format!("Node {name} event: Registered Node {name} in Controller"),
+            );
         }
     }
 

@@ -9,7 +9,7 @@ use tinykube_client::{Api, ClientError, Patch};
 
 use super::eviction::{eviction, Eviction};
 use super::taints::{ready_status, reconciled_taints, silenced};
-use super::Controller;
+use super::{node_ref, Controller};
 use crate::util::object_ref;
 
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +54,7 @@ impl Controller {
         let Some(cached) = self.nodes.get(name) else {
             return Ok(());
         };
+        self.register(&cached);
         let mut node = (*cached).clone();
         let lease = self.leases.get(&format!("kube-node-lease/{name}"));
         let silent = self.silent_for(name, heartbeat(&node, lease.as_deref()));
@@ -72,7 +73,7 @@ impl Controller {
                 tracing::info!(node = name, "kubelet stopped posting node status");
                 if was_ready {
                     self.recorder.record(
-                        &object_ref::<Node>(&node.metadata),
+                        &node_ref(&node),
                         EventType::Normal,
                         "NodeNotReady",
                         format!("Node {name} status is now: NodeNotReady"),
