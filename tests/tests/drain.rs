@@ -34,10 +34,6 @@ spec:
       containers:
       - name: fluentd-elasticsearch
         image: quay.io/fluentd_elasticsearch/fluentd:v2.5.2
-        resources:
-          requests:
-            cpu: 100m
-            memory: 200Mi
 "#;
 
 /// Four replicas kept at three available by a budget: one disruption at a time.
@@ -165,122 +161,120 @@ fn cluster() -> Cluster {
     }
 }
 
+/// Assert that `text` contains every one of `wants`.
+#[track_caller]
+fn has_all(text: &str, wants: &[&str]) {
+    for want in wants {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+}
+
+/// The listed fields of a JSON object, as an array (to compare several at once).
+fn fields(v: &Value, keys: &[&str]) -> Value {
+    keys.iter().map(|k| v[*k].clone()).collect()
+}
+
+/// Apply a manifest file written into the test's scratch directory.
+fn apply(server: &ApiServer, name: &str, text: &str) -> String {
+    let file = manifest(&server.scratch(), name, text);
+    server
+        .kubectl(&["apply", "-f", file.to_str().unwrap()])
+        .ok()
+        .to_string()
+}
+
 #[test]
 fn drain_evicts_within_the_budget_and_uncordon_undoes_it() {
     let c = cluster();
     let server = &c.server;
-    let dir = server.scratch();
-    let ds = manifest(&dir, "fluentd.yaml", FLUENTD);
-    server.kubectl(&["apply", "-f", ds.to_str().unwrap()]).ok();
     let ds_sel = "name=fluentd-elasticsearch";
+    apply(server, "fluentd.yaml", FLUENTD);
     assert!(eventually(WAIT, || {
         let p = pods(server, "kube-system", ds_sel);
         p.len() == 3 && p.iter().all(|(_, _, ready)| *ready)
     }));
-    let web = manifest(&dir, "web.yaml", WEB);
-    let applied = server.kubectl(&["apply", "-f", web.to_str().unwrap()]);
     assert_eq!(
-        applied.ok(),
+        apply(server, "web.yaml", WEB),
         "deployment.apps/web created\npoddisruptionbudget.policy/web created\n"
     );
     let rollout = server.kubectl(&["rollout", "status", "deploy/web", "--timeout=30s"]);
-    assert!(
-        rollout.ok().contains("successfully rolled out"),
-        "{}",
-        rollout.stdout
-    );
+    has_all(rollout.ok(), &["successfully rolled out"]);
 
     // The disruption controller: 4 healthy, 3 desired, so one disruption allowed.
+    let pdb_row = || table_rows(server.kubectl(&["get", "pdb", "web"]).ok()).remove(1);
     assert!(
-        eventually(WAIT, || {
-            let rows = table_rows(server.kubectl(&["get", "pdb", "web"]).ok());
-            rows.get(1).is_some_and(|r| r[1..4] == ["3", "N/A", "1"])
-        }),
-        "{}",
-        server.kubectl(&["get", "pdb", "web", "-o", "yaml"]).stdout
+        eventually(WAIT, || pdb_row()[1..4] == ["3", "N/A", "1"]),
+        "{:?}",
+        pdb_row()
     );
     let status = &json_of(server, &["get", "pdb", "web"])["status"];
+    let counts = [
+        "expectedPods",
+        "currentHealthy",
+        "desiredHealthy",
+        "observedGeneration",
+    ];
+    assert_eq!(fields(status, &counts), json!([4, 4, 3, 1]));
     assert_eq!(
-        (
-            &status["expectedPods"],
-            &status["currentHealthy"],
-            &status["desiredHealthy"],
-            &status["observedGeneration"]
-        ),
-        (&json!(4), &json!(4), &json!(3), &json!(1))
-    );
-    let cond = &status["conditions"][0];
-    assert_eq!(
-        (&cond["type"], &cond["status"], &cond["reason"]),
-        (
-            &json!("DisruptionAllowed"),
-            &json!("True"),
-            &json!("SufficientPods")
-        )
+        fields(&status["conditions"][0], &["type", "status", "reason"]),
+        json!(["DisruptionAllowed", "True", "SufficientPods"])
     );
 
     // Drain the node with the most web pods: four pods on three nodes put two on one.
     let before = pods(server, "default", "app=web");
+    let on = |pods: &[(String, String, bool)], node: &str| -> Vec<String> {
+        pods.iter()
+            .filter(|p| p.1 == node)
+            .map(|p| p.0.clone())
+            .collect()
+    };
     let node = (0..3)
         .map(|i| format!("worker{i}"))
-        .max_by_key(|n| before.iter().filter(|(_, on, _)| on == n).count())
+        .max_by_key(|n| on(&before, n).len())
         .unwrap();
-    let on_node: Vec<String> = before
-        .iter()
-        .filter(|(_, on, _)| *on == node)
-        .map(|(name, _, _)| name.clone())
-        .collect();
-    assert!(on_node.len() >= 2, "{before:?}");
-    let daemon = pods(server, "kube-system", ds_sel)
-        .into_iter()
-        .find(|(_, on, _)| *on == node)
-        .map(|(name, _, _)| name)
-        .unwrap();
+    let evicted = on(&before, &node);
+    assert!(evicted.len() >= 2, "{before:?}");
+    let daemon = on(&pods(server, "kube-system", ds_sel), &node).remove(0);
     let mirror = format!("static-web-{node}");
     server.kubectl(&["get", "pod", &mirror]).ok();
     for (name, empty_dir) in [("bare", false), ("scratch", true)] {
+        let pod = bare(name, &node, empty_dir);
         server
-            .kubectl_stdin(&["create", "-f", "-"], Some(&bare(name, &node, empty_dir)))
+            .kubectl_stdin(&["create", "-f", "-"], Some(&pod))
             .ok();
     }
 
-    // No flags: cordoned, then refused, naming every pod in the way.
+    // No flags: cordoned, then refused, naming every pod in the way (mirror pods are skipped).
     let out = server.kubectl(&["drain", &node]);
     assert_eq!(out.stdout, format!("node/{node} cordoned\n"));
     let err = out.fails();
-    for want in [
-        format!("error: unable to drain node \"{node}\" due to error: ["),
-        format!("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): kube-system/{daemon}"),
-        "cannot delete Pods with local storage (use --delete-emptydir-data to override): default/scratch".into(),
-        "cannot delete cannot delete Pods that declare no controller (use --force to override): default/bare".into(),
-        format!("There are pending nodes to be drained:\n {node}\n"),
-    ] {
-        assert!(err.contains(&want), "missing {want:?} in:\n{err}");
-    }
+    has_all(
+        err,
+        &[
+            &format!("error: unable to drain node \"{node}\" due to error: ["),
+            &format!("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): kube-system/{daemon}"),
+            "cannot delete Pods with local storage (use --delete-emptydir-data to override): default/scratch",
+            "cannot delete cannot delete Pods that declare no controller (use --force to override): default/bare",
+            &format!("There are pending nodes to be drained:\n {node}\n"),
+        ],
+    );
+    assert!(!err.contains(&mirror), "{err}");
     assert_eq!(node_status(server, &node), "Ready,SchedulingDisabled");
-    assert!(!err.contains(&mirror), "mirror pods are skipped: {err}");
 
     let out = server.kubectl(&["drain", &node, "--ignore-daemonsets"]);
     assert_eq!(out.stdout, format!("node/{node} already cordoned\n"));
     let err = out.fails();
+    has_all(err, &["default/bare", "default/scratch"]);
     assert!(!err.contains("DaemonSet"), "{err}");
-    assert!(
-        err.contains("default/bare") && err.contains("default/scratch"),
-        "{err}"
-    );
 
     let out = server.kubectl(&["drain", &node, "--ignore-daemonsets", "--force"]);
     let err = out.fails();
-    assert!(
-        err.contains("error: unable to drain node")
-            && err.contains("cannot delete Pods with local storage (use --delete-emptydir-data to override): default/scratch")
-            && !err.contains("default/bare"),
-        "{err}"
-    );
+    has_all(err, &["cannot delete Pods with local storage (use --delete-emptydir-data to override): default/scratch"]);
+    assert!(!err.contains("default/bare"), "{err}");
     assert_eq!(
         pods(server, "default", "app=web"),
         before,
-        "nothing was evicted yet"
+        "nothing evicted yet"
     );
 
     // Every flag: the budget lets one web pod go at a time.
@@ -297,69 +291,54 @@ fn drain_evicts_within_the_budget_and_uncordon_undoes_it() {
         stdout.starts_with(&format!("node/{node} already cordoned\n")),
         "{stdout}"
     );
-    for pod in on_node
-        .iter()
-        .map(String::as_str)
-        .chain(["bare", "scratch"])
-    {
-        assert!(
-            stdout.contains(&format!("evicting pod default/{pod}\n")),
-            "{stdout}"
-        );
-        assert!(stdout.contains(&format!("pod/{pod} evicted\n")), "{stdout}");
-    }
     assert!(
         stdout.ends_with(&format!("node/{node} drained\n")),
         "{stdout}"
     );
+    for pod in evicted
+        .iter()
+        .map(String::as_str)
+        .chain(["bare", "scratch"])
+    {
+        let lines = [
+            format!("evicting pod default/{pod}\n"),
+            format!("pod/{pod} evicted\n"),
+        ];
+        has_all(stdout, &[&lines[0], &lines[1]]);
+    }
     assert!(
         !stdout.contains(&daemon) && !stdout.contains(&mirror),
         "{stdout}"
     );
-    let stderr = &out.stderr;
-    assert!(
-        stderr.contains(&format!(
-            "ignoring DaemonSet-managed Pods: kube-system/{daemon}"
-        )) && stderr.contains("deleting Pods that declare no controller: default/bare"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("(will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget."),
-        "the budget never pushed back:\n{stderr}"
-    );
-    assert!(
-        stderr.contains("error when evicting pods/\"web-"),
-        "{stderr}"
+    has_all(
+        &out.stderr,
+        &[
+            &format!("ignoring DaemonSet-managed Pods: kube-system/{daemon}"),
+            "deleting Pods that declare no controller: default/bare",
+            "error when evicting pods/\"web-",
+            "(will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.",
+        ],
     );
 
     // The Deployment's pods are back, elsewhere; the DaemonSet and mirror pods stayed.
+    let back = || pods(server, "default", "app=web");
     assert!(
         eventually(WAIT, || {
-            let now = pods(server, "default", "app=web");
-            now.len() == 4 && now.iter().all(|(_, on, ready)| *on != node && *ready)
+            let now = back();
+            now.len() == 4 && now.iter().all(|(_, n, ready)| *n != node && *ready)
         }),
         "{:?}",
-        pods(server, "default", "app=web")
+        back()
     );
-    let daemons = pods(server, "kube-system", ds_sel);
-    assert!(
-        daemons
-            .iter()
-            .any(|(name, on, _)| *name == daemon && *on == node),
-        "{daemons:?}"
-    );
+    assert_eq!(on(&pods(server, "kube-system", ds_sel), &node), [daemon]);
     server.kubectl(&["get", "pod", &mirror]).ok();
     assert!(!server.kubectl(&["get", "pod", "bare"]).success);
     assert_eq!(node_status(server, &node), "Ready,SchedulingDisabled");
-    assert!(eventually(WAIT, || json_of(server, &["get", "pdb", "web"])
-        ["status"]["disruptionsAllowed"]
-        == 1));
+    assert!(eventually(WAIT, || pdb_row()[3] == "1"), "{:?}", pdb_row());
 
     // Uncordon: the node takes pods again.
-    assert_eq!(
-        server.kubectl(&["uncordon", &node]).ok(),
-        format!("node/{node} uncordoned\n")
-    );
+    let out = server.kubectl(&["uncordon", &node]);
+    assert_eq!(out.ok(), format!("node/{node} uncordoned\n"));
     assert_eq!(node_status(server, &node), "Ready");
     let pinned = format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: pinned\nspec:\n  nodeSelector:\n    kubernetes.io/hostname: {node}\n  containers:\n  - name: c\n    image: nginx\n"
@@ -367,18 +346,11 @@ fn drain_evicts_within_the_budget_and_uncordon_undoes_it() {
     server
         .kubectl_stdin(&["create", "-f", "-"], Some(&pinned))
         .ok();
-    assert!(eventually(WAIT, || {
-        server
-            .kubectl(&[
-                "get",
-                "pod",
-                "pinned",
-                "-o",
-                "jsonpath={.spec.nodeName} {.status.phase}",
-            ])
-            .stdout
-            == format!("{node} Running")
-    }));
+    let path = "jsonpath={.spec.nodeName} {.status.phase}";
+    assert!(eventually(WAIT, || server
+        .kubectl(&["get", "pod", "pinned", "-o", path])
+        .stdout
+        == format!("{node} Running")));
 }
 
 /// Plain HTTP against one server: (status, Retry-After header, body).
@@ -446,90 +418,93 @@ fn racing_evictions_spend_a_budget_once_and_refusals_are_upstreams() {
         assert!(mark_ready(&server, "default", name));
     }
     assert_eq!(http.send("POST", PDBS, &pdb("demo", 3)).0, 201);
-    let status = |allowed: i64, healthy: i64, generation: i64| {
-        json!({"status": {"observedGeneration": generation, "disruptionsAllowed": allowed,
-                          "currentHealthy": healthy, "desiredHealthy": 3, "expectedPods": 6}})
+    // No disruption controller here: the budget's status is set by hand.
+    let set_status = |allowed: i64, healthy: i64, generation: i64| {
+        let status = json!({"status": {"observedGeneration": generation,
+            "disruptionsAllowed": allowed, "currentHealthy": healthy, "desiredHealthy": 3,
+            "expectedPods": 6}});
+        http.send("PATCH", &format!("{PDBS}/demo/status"), &status);
     };
-    let status_path = format!("{PDBS}/demo/status");
-    http.send("PATCH", &status_path, &status(2, 5, 1));
+    let budget = || http.get(&format!("{PDBS}/demo"))["status"].clone();
+    set_status(2, 5, 1);
 
     // Six evictions at once against two allowed disruptions: exactly two pass.
     let codes: Vec<u16> = std::thread::scope(|s| {
-        let running: Vec<_> = names
+        let racing: Vec<_> = names
             .iter()
             .map(|n| s.spawn(|| http.evict(n, "").0))
             .collect();
-        running.into_iter().map(|t| t.join().unwrap()).collect()
+        racing.into_iter().map(|t| t.join().unwrap()).collect()
     });
-    assert_eq!(codes.iter().filter(|c| **c == 201).count(), 2, "{codes:?}");
-    assert_eq!(codes.iter().filter(|c| **c == 429).count(), 4, "{codes:?}");
-    let budget = http.get(&format!("{PDBS}/demo"));
-    assert_eq!(budget["status"]["disruptionsAllowed"], 0);
-    let disrupted = budget["status"]["disruptedPods"].as_object().unwrap();
-    assert_eq!(disrupted.len(), 2, "{budget}");
-    let cond = &budget["status"]["conditions"][0];
-    assert_eq!(
-        (&cond["status"], &cond["reason"]),
-        (&json!("False"), &json!("InsufficientPods"))
-    );
-    for (name, code) in names.iter().zip(&codes) {
-        let pod = http.get(&format!("{PODS}/{name}"));
-        let target = pod["status"]["conditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["type"] == "DisruptionTarget")
-            .cloned();
-        if *code == 201 {
-            assert!(disrupted.contains_key(name.as_str()), "{name} not recorded");
-            assert!(pod["metadata"]["deletionTimestamp"].is_string(), "{pod}");
-            let t = target.expect("evicted pods are marked");
-            assert_eq!(
-                (&t["status"], &t["reason"], &t["message"]),
-                (
-                    &json!("True"),
-                    &json!("EvictionByEvictionAPI"),
-                    &json!("Eviction API: evicting")
-                )
-            );
-        } else {
-            assert!(
-                pod["metadata"]["deletionTimestamp"].is_null() && target.is_none(),
-                "{pod}"
-            );
-        }
-    }
-    let guarded: Vec<&String> = names
-        .iter()
-        .zip(&codes)
-        .filter(|(_, c)| **c == 429)
-        .map(|(n, _)| n)
+    let answered = |code: u16| -> Vec<&String> {
+        let all = names.iter().zip(&codes);
+        all.filter(|(_, c)| **c == code).map(|(n, _)| n).collect()
+    };
+    let (passed, guarded) = (answered(201), answered(429));
+    assert_eq!((passed.len(), guarded.len()), (2, 4), "{codes:?}");
+    let status = budget();
+    assert_eq!(status["disruptionsAllowed"], 0);
+    let mut recorded: Vec<&String> = status["disruptedPods"]
+        .as_object()
+        .unwrap()
+        .keys()
         .collect();
+    recorded.sort();
+    assert_eq!(recorded, passed, "the evicted pods are recorded");
+    assert_eq!(
+        fields(&status["conditions"][0], &["status", "reason"]),
+        json!(["False", "InsufficientPods"])
+    );
+    let target = |name: &str| {
+        let pod = http.get(&format!("{PODS}/{name}"));
+        let conditions = pod["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let target = conditions
+            .into_iter()
+            .find(|c| c["type"] == "DisruptionTarget");
+        (pod["metadata"]["deletionTimestamp"].is_string(), target)
+    };
+    for name in &passed {
+        let (deleting, condition) = target(name);
+        assert!(deleting, "{name} is terminating");
+        assert_eq!(
+            fields(
+                &condition.unwrap_or_default(),
+                &["status", "reason", "message"]
+            ),
+            json!(["True", "EvictionByEvictionAPI", "Eviction API: evicting"])
+        );
+    }
+    for name in &guarded {
+        assert_eq!(target(name), (false, None));
+    }
 
     // A spec change the controller has not observed yet: retry in 10 s.
-    let patched = http.send(
-        "PATCH",
-        &format!("{PDBS}/demo"),
-        &json!({"spec": {"minAvailable": 2}}),
-    );
-    assert_eq!(patched.2["metadata"]["generation"], 2);
-    http.send("PATCH", &status_path, &status(1, 4, 1));
+    let spec = json!({"spec": {"minAvailable": 2}});
+    let patched = http.send("PATCH", &format!("{PDBS}/demo"), &spec).2;
+    assert_eq!(patched["metadata"]["generation"], 2);
+    set_status(1, 4, 1);
     let (code, retry, body) = http.evict(guarded[0], "");
     assert_eq!((code, retry.as_deref()), (429, Some("10")), "{body}");
-    assert_eq!(body["details"]["retryAfterSeconds"], 10);
     assert_eq!(
-        body["details"]["causes"][0],
-        json!({"reason": "DisruptionBudget",
-               "message": "The disruption budget demo is still being processed by the server."})
+        body["details"],
+        json!({"causes": [{"reason": "DisruptionBudget",
+            "message": "The disruption budget demo is still being processed by the server."}],
+            "retryAfterSeconds": 10})
     );
 
-    // Nothing allowed: upstream's 429 without Retry-After.
-    http.send("PATCH", &status_path, &status(0, 3, 2));
+    // Nothing allowed: upstream's 429, without Retry-After.
+    set_status(0, 3, 2);
     let (code, retry, body) = http.evict(guarded[0], "");
     assert_eq!((code, retry), (429, None), "{body}");
     assert_eq!(
-        body["message"],
-        "Cannot evict pod as it would violate the pod's disruption budget."
+        fields(&body, &["message", "reason"]),
+        json!([
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+            "TooManyRequests"
+        ])
     );
     assert_eq!(
         body["details"]["causes"][0]["message"],
@@ -538,49 +513,39 @@ fn racing_evictions_spend_a_budget_once_and_refusals_are_upstreams() {
 
     // An unready pod goes without spending anything while the budget is met; a pending one
     // is not guarded at all.
-    http.send("PATCH", &status_path, &status(0, 4, 2));
+    set_status(0, 4, 2);
     let unready = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
     http.send("PATCH", &format!("{PODS}/{}/status", guarded[1]), &unready);
     assert_eq!(http.evict(guarded[1], "").0, 201);
     assert_eq!(http.send("POST", PODS, &demo_pod("waiting")).0, 201);
     assert_eq!(http.evict("waiting", "").0, 201);
-    let budget = http.get(&format!("{PDBS}/demo"));
-    assert_eq!(budget["status"]["disruptionsAllowed"], 0);
+    assert_eq!(budget()["disruptionsAllowed"], 0);
     assert_eq!(
-        budget["status"]["disruptedPods"]
-            .as_object()
-            .map(|m| m.len()),
+        budget()["disruptedPods"].as_object().map(|m| m.len()),
         Some(2)
     );
 
     // A dry run checks and changes nothing.
-    http.send("PATCH", &status_path, &status(1, 4, 2));
+    set_status(1, 4, 2);
     assert_eq!(http.evict(guarded[2], "?dryRun=All").0, 201);
-    assert!(http.get(&format!("{PODS}/{}", guarded[2]))["metadata"]["deletionTimestamp"].is_null());
-    assert_eq!(
-        http.get(&format!("{PDBS}/demo"))["status"]["disruptionsAllowed"],
-        1
-    );
+    assert_eq!(target(guarded[2]), (false, None));
+    assert_eq!(budget()["disruptionsAllowed"], 1);
 
-    // Client mistakes and what eviction does not support.
-    let mismatch =
+    // Client mistakes, and what eviction does not support.
+    let other =
         json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "other"}});
-    let (code, _, body) = http.send(
-        "POST",
-        &format!("{PODS}/{}/eviction", guarded[2]),
-        &mismatch,
-    );
+    let wrong = http.send("POST", &format!("{PODS}/{}/eviction", guarded[2]), &other);
     assert_eq!(
-        (code, &body["message"]),
+        (wrong.0, wrong.2["message"].clone()),
         (
             400,
-            &json!("name in URL does not match name in Eviction object")
+            json!("name in URL does not match name in Eviction object")
         )
     );
-    let (code, _, body) = http.evict("nosuch", "");
+    let missing = http.evict("nosuch", "");
     assert_eq!(
-        (code, &body["message"]),
-        (404, &json!("pods \"nosuch\" not found"))
+        (missing.0, missing.2["message"].clone()),
+        (404, json!("pods \"nosuch\" not found"))
     );
     assert_eq!(http.send("POST", PDBS, &pdb("second", 1)).0, 201);
     let (code, _, body) = http.evict(guarded[2], "");
@@ -598,106 +563,108 @@ fn racing_evictions_spend_a_budget_once_and_refusals_are_upstreams() {
 #[test]
 fn the_disruption_controller_counts_controllers_scale_and_fails_safe() {
     let server = ApiServer::start().unwrap();
-    let _manager =
-        ControllerManager::start(&server, &["--controllers=disruption,replicaset,deployment"])
-            .unwrap();
+    let controllers = "--controllers=disruption,replicaset,deployment";
+    let _manager = ControllerManager::start(&server, &[controllers]).unwrap();
     let http = Http(&server);
-    let api = r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: api
-spec:
-  replicas: 4
-  selector:
-    matchLabels:
-      app: api
-  template:
-    metadata:
-      labels:
-        app: api
-    spec:
-      containers:
-      - name: c
-        image: nginx
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata:
-  name: half
-spec:
-  maxUnavailable: 50%
-  selector:
-    matchLabels:
-      app: api
-"#;
-    server.kubectl_stdin(&["apply", "-f", "-"], Some(api)).ok();
+    for args in [
+        &[
+            "create",
+            "deployment",
+            "api",
+            "--image=nginx",
+            "--replicas=4",
+        ][..],
+        &[
+            "create",
+            "pdb",
+            "half",
+            "--selector=app=api",
+            "--max-unavailable=50%",
+        ],
+    ] {
+        server.kubectl(args).ok();
+    }
     let counts = |name: &str| {
-        let s = &http.get(&format!("{PDBS}/{name}"))["status"];
-        [
-            &s["expectedPods"],
-            &s["desiredHealthy"],
-            &s["currentHealthy"],
-            &s["disruptionsAllowed"],
-        ]
-        .map(|v| v.as_i64().unwrap_or(-1))
+        let status = &http.get(&format!("{PDBS}/{name}"))["status"];
+        fields(
+            status,
+            &[
+                "expectedPods",
+                "desiredHealthy",
+                "currentHealthy",
+                "disruptionsAllowed",
+            ],
+        )
     };
-    // Pods not ready yet: none healthy.
+    // Pods not ready yet: none healthy. Then ready, then scaled: the Deployment's scale counts.
     assert!(
-        eventually(WAIT, || counts("half") == [4, 2, 0, 0]),
-        "{:?}",
+        eventually(WAIT, || counts("half") == json!([4, 2, 0, 0])),
+        "{}",
         counts("half")
     );
-    assert!(
-        eventually(WAIT, || mark_all_ready(&server, "default", "app=api") == 4
-            && counts("half") == [4, 2, 4, 2]),
-        "{:?}",
-        counts("half")
-    );
+    let all_ready = |n: usize, want: Value| {
+        eventually(WAIT, || {
+            mark_all_ready(&server, "default", "app=api") == n && counts("half") == want
+        })
+    };
+    assert!(all_ready(4, json!([4, 2, 4, 2])), "{}", counts("half"));
     server
         .kubectl(&["scale", "deploy/api", "--replicas=6"])
         .ok();
-    assert!(
-        eventually(WAIT, || {
-            mark_all_ready(&server, "default", "app=api");
-            counts("half") == [6, 3, 6, 3]
-        }),
-        "{:?}",
-        counts("half")
-    );
+    assert!(all_ready(6, json!([6, 3, 6, 3])), "{}", counts("half"));
 
     // A pod whose controller has no scale: disruptions forbidden, and the condition says why.
     let odd = json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "odd", "labels": {"app": "odd"}, "ownerReferences": [
-            {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "1234", "controller": true}]},
+        "metadata": {"name": "odd", "labels": {"app": "odd"}, "ownerReferences": [{"apiVersion":
+            "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "1234", "controller": true}]},
         "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
     assert_eq!(http.send("POST", PODS, &odd).0, 201);
-    let failing = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "odd"},
-        "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "odd"}}}});
-    assert_eq!(http.send("POST", PDBS, &failing).0, 201);
+    server
+        .kubectl(&[
+            "create",
+            "pdb",
+            "odd",
+            "--selector=app=odd",
+            "--min-available=50%",
+        ])
+        .ok();
+    let why = "daemonsets.apps does not implement the scale subresource";
+    let condition = || http.get(&format!("{PDBS}/odd"))["status"]["conditions"][0].clone();
+    let failed = json!(["False", "SyncFailed", why]);
     assert!(
-        eventually(WAIT, || {
-            let c = &http.get(&format!("{PDBS}/odd"))["status"]["conditions"][0];
-            c["reason"] == "SyncFailed"
-                && c["status"] == "False"
-                && c["message"] == "daemonsets.apps does not implement the scale subresource"
-        }),
+        eventually(WAIT, || fields(
+            &condition(),
+            &["status", "reason", "message"]
+        ) == failed),
         "{}",
-        http.get(&format!("{PDBS}/odd"))
+        condition()
     );
-    assert!(eventually(WAIT, || {
-        server
-        .kubectl(&["get", "events", "--field-selector", "involvedObject.name=odd"])
+    assert_eq!(counts("odd")[3], 0);
+    let events = [
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=odd",
+    ];
+    let failure = format!("Failed to calculate the number of expected pods: {why}");
+    assert!(eventually(WAIT, || server
+        .kubectl(&events)
         .stdout
-        .contains("Failed to calculate the number of expected pods: daemonsets.apps does not implement the scale subresource")
-    }));
+        .contains(&failure)));
 
     // An integer minAvailable counts matching pods, managed or not.
-    let int = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "whole"},
-        "spec": {"minAvailable": 0, "selector": {"matchLabels": {"app": "odd"}}}});
-    assert_eq!(http.send("POST", PDBS, &int).0, 201);
+    server
+        .kubectl(&[
+            "create",
+            "pdb",
+            "whole",
+            "--selector=app=odd",
+            "--min-available=1",
+        ])
+        .ok();
     assert!(
-        eventually(WAIT, || counts("whole") == [1, 0, 0, 0]),
-        "{:?}",
+        eventually(WAIT, || counts("whole") == json!([1, 1, 0, 0])),
+        "{}",
         counts("whole")
     );
 }
