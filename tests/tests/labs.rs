@@ -45,5 +45,6 @@ labs! {
     pod_affinity => "03-pod-affinity.md",
     daemonsets => "05-daemonsets.md",
     multiple_schedulers => "06-multiple-schedulers.md",
+    static_pods => "07-static-pods.md",
     node_failure => "10-node-failure.md",
 }
