@@ -43,6 +43,7 @@ labs! {
     nodes_and_labels => "01-nodes-and-labels.md",
     node_affinity => "02-node-affinity.md",
     pod_affinity => "03-pod-affinity.md",
+    taints_and_resources => "04-taints-and-resources.md",
     daemonsets => "05-daemonsets.md",
     multiple_schedulers => "06-multiple-schedulers.md",
     static_pods => "07-static-pods.md",
