@@ -89,7 +89,9 @@ fn resolve_priority(state: &AppState, info: &ResourceInfo, pod: &mut Value) -> A
             .list(pc_info, None, None, None)?
             .items
             .into_iter()
-            .find(|c| c.get("globalDefault").and_then(Value::as_bool) == Some(true)),
+            .filter(|c| c.get("globalDefault").and_then(Value::as_bool) == Some(true))
+            // Should a race leave two defaults, the lower value wins, as upstream.
+            .min_by_key(|c| c.get("value").and_then(Value::as_i64).unwrap_or(0)),
     };
     let value = class
         .as_ref()
@@ -100,7 +102,7 @@ fn resolve_priority(state: &AppState, info: &ResourceInfo, pod: &mut Value) -> A
             return Err(forbidden(
                 info,
                 object::name(pod),
-                "the integer value of priority must not be provided in pod spec; priority admission controller computed the value from the given PriorityClass name".to_string(),
+                format!("the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {value} from the given PriorityClass name"),
             ));
         }
     }
@@ -124,12 +126,9 @@ fn resolve_priority(state: &AppState, info: &ResourceInfo, pod: &mut Value) -> A
     }
     if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
         spec.insert("priority".into(), value.into());
-        if let Some(c) = &class {
-            if let Some(name) = c.pointer("/metadata/name") {
-                if class_name.is_some() {
-                    spec.insert("priorityClassName".into(), name.clone());
-                }
-            }
+        // The global default class is named in the pod, as upstream.
+        if let Some(name) = class.as_ref().and_then(|c| c.pointer("/metadata/name")) {
+            spec.insert("priorityClassName".into(), name.clone());
         }
         spec.insert("preemptionPolicy".into(), policy.into());
     }

@@ -173,3 +173,33 @@ fn pod_defaults_are_upstream_ones() {
         "Error from server (Forbidden): error when creating \"STDIN\": pods \"never\" is forbidden: the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission controller computed PreemptLowerPriority from the given PriorityClass name\n"
     );
 }
+
+#[test]
+fn the_global_default_priority_class_is_named_in_new_pods() {
+    let server = ApiServer::start().unwrap();
+    let out = server.kubectl(&[
+        "create",
+        "priorityclass",
+        "normal",
+        "--value=1000",
+        "--global-default=true",
+    ]);
+    assert_eq!(out.ok(), "priorityclass.scheduling.k8s.io/normal created\n");
+    server
+        .kubectl(&["apply", "-f", &seed("nginx-pod.yaml")])
+        .ok();
+    let spec = server.kubectl(&[
+        "get",
+        "pod",
+        "nginx",
+        "-o",
+        "jsonpath={.spec.priorityClassName} {.spec.priority} {.spec.preemptionPolicy}",
+    ]);
+    assert_eq!(spec.ok(), "normal 1000 PreemptLowerPriority");
+    let given = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: given\nspec:\n  priority: 5\n  containers:\n  - name: c\n    image: nginx\n";
+    let out = server.kubectl_stdin(&["create", "-f", "-"], Some(given));
+    assert_eq!(
+        out.fails(),
+        "Error from server (Forbidden): error when creating \"STDIN\": pods \"given\" is forbidden: the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name\n"
+    );
+}
