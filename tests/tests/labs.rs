@@ -47,5 +47,6 @@ labs! {
     daemonsets => "05-daemonsets.md",
     multiple_schedulers => "06-multiple-schedulers.md",
     static_pods => "07-static-pods.md",
+    scheduler_config => "08-scheduler-config.md",
     node_failure => "10-node-failure.md",
 }
