@@ -48,5 +48,6 @@ labs! {
     multiple_schedulers => "06-multiple-schedulers.md",
     static_pods => "07-static-pods.md",
     scheduler_config => "08-scheduler-config.md",
+    drain => "09-drain.md",
     node_failure => "10-node-failure.md",
 }
