@@ -1,9 +1,9 @@
 //! tinykube-scheduler: watches pending pods of its scheduler names, runs them through the
 //! filter/score plugins and binds each to the best node.
 //!
-//! One entry, [`run`]. Informers (pods indexed by node, nodes, PodDisruptionBudgets) feed a
-//! [`queue::Queue`]; each popped pod goes through [`schedule_one`] against a [`cache::Cache`]
-//! snapshot.
+//! One entry, [`run`]. Informers of pods (indexed by node) and nodes feed a [`queue::Queue`];
+//! each popped pod goes through [`schedule_one`] against a [`cache::Cache`] snapshot. Informers
+//! of PodDisruptionBudgets and ReplicaSets serve the plugins through the [`framework::Handle`].
 
 pub mod binding;
 pub mod cache;
@@ -17,6 +17,7 @@ pub mod schedule_one;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Event, Node, ObjectReference, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -185,6 +186,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         ListParams::default(),
     );
     let mut pdb_store = pdbs.store();
+    let replica_sets = Informer::new(
+        Api::<ReplicaSet>::all(client.clone()),
+        ListParams::default(),
+    );
+    let mut rs_store = replica_sets.store();
     let (mut pod_store, mut node_store) = (pods.store(), nodes.store());
     let (mut pod_events, mut node_events) = (pods.subscribe(), nodes.subscribe());
     let rng = match config.seed {
@@ -193,7 +199,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
     };
     let handle = framework::Handle {
         client: client.clone(),
-        replica_sets: Arc::new(framework::handle::Fixed::new([])),
+        replica_sets: Arc::new(rs_store.clone()),
         pdbs: Arc::new(pdb_store.clone()),
         waiting: Default::default(),
     };
@@ -232,7 +238,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         tokio::spawn(metrics::serve(listener, render, shutdown.clone()));
     }
     let informers = tokio::spawn(async move {
-        tokio::join!(pods.run(), nodes.run(), pdbs.run());
+        tokio::join!(pods.run(), nodes.run(), pdbs.run(), replica_sets.run());
     });
 
     // Informer notifications only feed the queue.
@@ -286,6 +292,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
     pod_store.wait_ready().await;
     node_store.wait_ready().await;
     pdb_store.wait_ready().await;
+    rs_store.wait_ready().await;
     for p in sched.cache.pods.list() {
         if sched.responsible_for(&p) {
             sched.queue.add(&key_of(p.as_ref()), priority(&p));

@@ -128,7 +128,7 @@ pub fn decide(
         let statuses = statuses.into_iter().flatten().collect();
         return (Decision::Unschedulable(Diagnosis { statuses }), state);
     }
-    let totals = fw.run_scores(pod, &feasible, &state);
+    let totals = fw.run_scores(pod, &feasible, nodes, &mut state);
     let best = totals.iter().copied().max().unwrap_or(0);
     let winners: Vec<usize> = (0..feasible.len()).filter(|i| totals[*i] == best).collect();
     let pick = {

@@ -733,3 +733,63 @@ fn preemption_spares_pods_a_disruption_budget_protects() {
     let events = server.kubectl(&["get", "events", "--field-selector", "reason=Preempted"]);
     assert!(events.ok().contains("db-0"), "{events:?}");
 }
+
+#[test]
+fn default_spreading_counts_the_pods_a_replica_set_selects() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 2, false);
+    // Only PodTopologySpread scores here, with upstream's System default constraints.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("scheduler.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    score:
+      disabled:
+      - name: '*'
+      enabled:
+      - name: PodTopologySpread
+",
+    )
+    .unwrap();
+    let config = config.to_string_lossy().to_string();
+    let rs = "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: web\nspec:\n  replicas: 0\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web, pod-template-hash: abc}\n    spec:\n      containers:\n      - {name: c, image: nginx}\n";
+    server.kubectl_stdin(&["apply", "-f", "-"], Some(rs)).ok();
+    let uid = server
+        .kubectl(&["get", "rs", "web", "-o", "jsonpath={.metadata.uid}"])
+        .ok()
+        .to_string();
+    let web = |name: &str, labels: &str, extra: &str| {
+        pod(name, extra).replace("metadata:\n", &format!("metadata:\n  labels: {labels}\n"))
+    };
+    // worker0 runs two pods the ReplicaSet's selector (app=web) picks; worker1 one that also
+    // carries the template hash.
+    for (name, labels, node) in [
+        ("old-0", "{app: web}", "worker0"),
+        ("old-1", "{app: web}", "worker0"),
+        ("hashed", "{app: web, pod-template-hash: abc}", "worker1"),
+    ] {
+        let text = web(name, labels, &format!("  nodeName: {node}\n"));
+        server
+            .kubectl_stdin(&["apply", "-f", "-"], Some(&text))
+            .ok();
+    }
+    let _scheduler = Scheduler::start(&server, &["--config", &config, "--seed", "2"]).unwrap();
+    // A pod the ReplicaSet controls is spread by the ReplicaSet's selector, not by its own
+    // labels (which only `hashed` matches): worker1 holds fewer of them. (Seed 2 would break
+    // a tie towards worker0, so a pod without default constraints would land there.)
+    let owned = web("web-new", "{app: web, pod-template-hash: abc}", "").replace(
+        "metadata:\n",
+        &format!("metadata:\n  ownerReferences:\n  - {{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: {uid}, controller: true}}\n"),
+    );
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&owned))
+        .ok();
+    assert_eq!(scheduled(&server, "web-new"), "worker1");
+}

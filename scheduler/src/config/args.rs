@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::plan::check_name;
 use super::{invalid, ConfigError, PluginConfig};
 use crate::plugins::node_resources_fit::Strategy;
-use crate::plugins::pod_topology_spread::system_defaults;
+use crate::plugins::pod_topology_spread::Defaults;
 use crate::plugins::Args;
 
 #[derive(Deserialize, Default)]
@@ -126,15 +126,29 @@ pub fn parse_args(configs: &[PluginConfig], at: &str) -> Result<Args, ConfigErro
             "PodTopologySpread" => {
                 let a: SpreadArgs = serde_json::from_value(value)
                     .map_err(|e| invalid(&format!("{here}.args"), e.to_string()))?;
-                args.spread_defaults = match a.defaulting_type.as_deref().unwrap_or("System") {
+                args.spread = match a.defaulting_type.as_deref().unwrap_or("System") {
                     "System" if !a.default_constraints.is_empty() => {
                         return Err(invalid(
                             &format!("{here}.args.defaultConstraints"),
                             "Invalid value: when .defaultingType is \"System\", .defaultConstraints must be empty".into(),
                         ))
                     }
-                    "System" => system_defaults(),
-                    "List" => a.default_constraints,
+                    "System" => Defaults::default(),
+                    "List" => {
+                        for (j, c) in a.default_constraints.iter().enumerate() {
+                            let at = format!("{here}.args.defaultConstraints[{j}]");
+                            if c.label_selector.is_some() {
+                                return Err(invalid(&format!("{at}.labelSelector"), "Forbidden: constraint must not define a selector, as they deduced for each pod".into()));
+                            }
+                            if c.max_skew <= 0 {
+                                return Err(invalid(&format!("{at}.maxSkew"), format!("Invalid value: {}: not in valid range [1, 2147483647]", c.max_skew)));
+                            }
+                        }
+                        Defaults {
+                            constraints: a.default_constraints,
+                            system: false,
+                        }
+                    }
                     other => {
                         return Err(invalid(
                             &format!("{here}.args.defaultingType"),

@@ -301,6 +301,8 @@ mod tests {
         assert_eq!(p.plan, Plan::defaults());
         assert_eq!(names(p, Point::PostFilter), [("DefaultPreemption", 0)]);
         assert_eq!(names(p, Point::Bind), [("DefaultBinder", 0)]);
+        assert!(p.args.spread.system, "PodTopologySpread defaults to System");
+        assert_eq!(p.args.spread.constraints.len(), 2);
     }
 
     #[test]
@@ -398,6 +400,10 @@ mod tests {
             (
                 &format!("{HEAD}profiles:\n- plugins:\n    permit:\n      enabled:\n      - name: NodeName\n")[..],
                 "profiles[0].plugins.permit.enabled[0]: plugin \"NodeName\" does not extend permit",
+            ),
+            (
+                &format!("{HEAD}profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n      defaultConstraints:\n      - {{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {{}}}}\n")[..],
+                "profiles[0].pluginConfig[0].args.defaultConstraints[0].labelSelector: Forbidden: constraint must not define a selector, as they deduced for each pod",
             ),
         ];
         for (text, want) in cases {

@@ -144,6 +144,17 @@ pub trait Plugin: Send + Sync {
         Status::Success
     }
 
+    /// PreScore: compute what scoring needs, once per pod, from the feasible nodes (and all
+    /// nodes of the snapshot).
+    fn pre_score(
+        &self,
+        _pod: &Pod,
+        _feasible: &[&NodeInfo],
+        _all: &[Arc<NodeInfo>],
+        _state: &mut CycleState,
+    ) {
+    }
+
     /// Score: raw score of a feasible `node` for `pod`.
     fn score(&self, _pod: &Pod, _node: &NodeInfo, _state: &CycleState) -> i64 {
         0

@@ -165,10 +165,21 @@ impl Framework {
         Status::Success
     }
 
-    /// Each feasible node's total: every score plugin's normalized score times its weight.
-    pub fn run_scores(&self, pod: &Pod, feasible: &[&NodeInfo], state: &CycleState) -> Vec<i64> {
+    /// PreScore, then each feasible node's total: every score plugin's normalized score times
+    /// its weight.
+    pub fn run_scores(
+        &self,
+        pod: &Pod,
+        feasible: &[&NodeInfo],
+        all: &[Arc<NodeInfo>],
+        state: &mut CycleState,
+    ) -> Vec<i64> {
+        let scoring = || self.score.iter().filter(|(_, w)| *w > 0);
+        for (p, _) in scoring() {
+            p.pre_score(pod, feasible, all, state);
+        }
         let mut totals = vec![0i64; feasible.len()];
-        for (p, weight) in self.score.iter().filter(|(_, w)| *w > 0) {
+        for (p, weight) in scoring() {
             let mut scores: Vec<i64> = feasible.iter().map(|n| p.score(pod, n, state)).collect();
             p.normalize(&mut scores);
             for (t, s) in totals.iter_mut().zip(scores) {

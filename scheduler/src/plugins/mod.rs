@@ -15,8 +15,6 @@ pub mod taint_toleration;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::TopologySpreadConstraint;
-
 use crate::framework::runtime::Point;
 use crate::framework::{Handle, Plugin};
 
@@ -113,12 +111,13 @@ pub fn registered(name: &str) -> Option<&'static Registered> {
     REGISTRY.iter().find(|r| r.name == name)
 }
 
-/// The arguments of the plugins that take any (a profile's `pluginConfig`).
+/// The arguments of the plugins that take any (a profile's `pluginConfig`), upstream's
+/// defaults unless given.
 #[derive(Clone, Default)]
 pub struct Args {
     pub fit: node_resources_fit::NodeResourcesFit,
     /// PodTopologySpread's constraints for pods without their own.
-    pub spread_defaults: Vec<TopologySpreadConstraint>,
+    pub spread: pod_topology_spread::Defaults,
 }
 
 /// Build a registered plugin. None for an unknown name and for DefaultPreemption, which the
@@ -133,7 +132,8 @@ pub fn new(name: &str, args: &Args, handle: &Handle) -> Option<Arc<dyn Plugin>> 
         node_resources_fit::NAME => Arc::new(args.fit.clone()),
         balanced_allocation::NAME => Arc::new(balanced_allocation::BalancedAllocation),
         pod_topology_spread::NAME => Arc::new(pod_topology_spread::PodTopologySpread {
-            defaults: args.spread_defaults.clone(),
+            defaults: args.spread.clone(),
+            replica_sets: handle.replica_sets.clone(),
         }),
         inter_pod_affinity::NAME => Arc::new(inter_pod_affinity::InterPodAffinity),
         default_binder::NAME => Arc::new(default_binder::DefaultBinder::new(handle.client.clone())),

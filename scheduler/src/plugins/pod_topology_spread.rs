@@ -1,99 +1,188 @@
 //! PodTopologySpread: `whenUnsatisfiable: DoNotSchedule` constraints keep the skew (this
 //! domain's matching pods, plus the pod itself, minus the emptiest domain's) within `maxSkew`;
-//! `ScheduleAnyway` constraints score emptier domains higher. Domains are counted over the
-//! nodes the pod's nodeSelector and required node affinity admit. No default constraints
-//! unless the profile configures them (`defaultingType: System` or a `List`); those apply to a
-//! pod without constraints of its own that a ReplicaSet, StatefulSet or ReplicationController
-//! owns, selecting pods with its labels (upstream takes the owners' selectors, which the
-//! scheduler does not watch).
+//! `ScheduleAnyway` constraints score emptier domains higher, as upstream scores them
+//! (`count * ln(domains + 2) + maxSkew - 1` per constraint, nodes missing a topology key
+//! scored lowest). Domains are counted over the nodes the pod's nodeSelector and required node
+//! affinity admit.
+//!
+//! A pod without constraints of its own gets the profile's default constraints (upstream's
+//! `defaultingType: System` by default: hostname maxSkew 3 and zone maxSkew 5, both
+//! ScheduleAnyway), selecting pods as upstream's DefaultSelector: by the selector of the
+//! ReplicaSet that controls the pod. tinykube serves no Services, ReplicationControllers or
+//! StatefulSets, so those selectors never apply; a pod no ReplicaSet controls gets no defaults.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, TopologySpreadConstraint};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use tinykube_proto::labels::Selector;
 
 use super::node_affinity::required_matches;
-use crate::framework::{default_normalize, CycleState, NodeInfo, Plugin, Status};
+use crate::framework::handle::{Fixed, Lister};
+use crate::framework::{CycleState, NodeInfo, Plugin, Status};
 
 pub const NAME: &str = "PodTopologySpread";
 pub const REASON: &str = "node(s) didn't match pod topology spread constraints";
 pub const MISSING_LABEL_REASON: &str =
     "node(s) didn't match pod topology spread constraints (missing required label)";
 
-#[derive(Default)]
+const HOSTNAME: &str = "kubernetes.io/hostname";
+const PRE_SCORE: &str = "PreScorePodTopologySpread";
+
+/// Constraints for pods without their own, as the profile's `pluginConfig` gives them.
+#[derive(Clone, Debug)]
+pub struct Defaults {
+    pub constraints: Vec<TopologySpreadConstraint>,
+    /// Whether they are upstream's System ones: then a node missing a topology key is still
+    /// scored by the keys it has (hostname spreading on nodes without a zone).
+    pub system: bool,
+}
+
+impl Default for Defaults {
+    /// Upstream's default, `defaultingType: System`.
+    fn default() -> Self {
+        Defaults {
+            constraints: system_defaults(),
+            system: true,
+        }
+    }
+}
+
 pub struct PodTopologySpread {
-    /// Constraints for pods that have none (without label selectors).
-    pub defaults: Vec<TopologySpreadConstraint>,
+    pub defaults: Defaults,
+    /// ReplicaSets, whose selectors the default constraints select pods by.
+    pub replica_sets: Arc<dyn Lister<ReplicaSet>>,
+}
+
+impl Default for PodTopologySpread {
+    /// No default constraints and no ReplicaSets.
+    fn default() -> Self {
+        PodTopologySpread {
+            defaults: Defaults {
+                constraints: Vec::new(),
+                system: false,
+            },
+            replica_sets: Arc::new(Fixed::<ReplicaSet>::new([])),
+        }
+    }
 }
 
 /// Upstream's `defaultingType: System` constraints.
 pub fn system_defaults() -> Vec<TopologySpreadConstraint> {
-    [
-        ("kubernetes.io/hostname", 3),
-        ("topology.kubernetes.io/zone", 5),
-    ]
-    .into_iter()
-    .map(|(key, skew)| TopologySpreadConstraint {
-        topology_key: key.into(),
-        max_skew: skew,
-        when_unsatisfiable: "ScheduleAnyway".into(),
-        ..Default::default()
-    })
-    .collect()
+    [(HOSTNAME, 3), ("topology.kubernetes.io/zone", 5)]
+        .into_iter()
+        .map(|(key, skew)| TopologySpreadConstraint {
+            topology_key: key.into(),
+            max_skew: skew,
+            when_unsatisfiable: "ScheduleAnyway".into(),
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// Upstream's DefaultSelector, over what tinykube serves: the selector of the `apps/v1`
+/// ReplicaSet that controls `pod`, when it is in the cache and selects something.
+pub fn default_selector(pod: &Pod, replica_sets: &dyn Lister<ReplicaSet>) -> Option<LabelSelector> {
+    let owner = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))?;
+    if owner.api_version != "apps/v1" || owner.kind != "ReplicaSet" {
+        return None;
+    }
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let rs = replica_sets.get(&format!("{ns}/{}", owner.name))?;
+    let selector = rs.spec.as_ref()?.selector.clone();
+    let parsed = Selector::from_label_selector(&selector).ok()?;
+    (!parsed.is_everything()).then_some(selector)
 }
 
 impl PodTopologySpread {
-    /// The pod's own constraints, or the defaults if it has none and a workload owns it.
-    fn constraints_for(&self, pod: &Pod) -> Vec<TopologySpreadConstraint> {
+    /// The pod's own constraints with this `whenUnsatisfiable`, or, when it has none, the
+    /// default ones selecting by its ReplicaSet's selector.
+    fn constraints_for(&self, pod: &Pod, when: &str) -> Vec<TopologySpreadConstraint> {
         let own = constraints(pod);
-        if !own.is_empty() || self.defaults.is_empty() {
-            return own.to_vec();
+        if !own.is_empty() {
+            return own
+                .iter()
+                .filter(|c| c.when_unsatisfiable == when)
+                .cloned()
+                .collect();
         }
-        let owned = pod.metadata.owner_references.iter().flatten().any(|o| {
-            o.controller == Some(true)
-                && matches!(
-                    o.kind.as_str(),
-                    "ReplicaSet" | "StatefulSet" | "ReplicationController"
-                )
-        });
-        let labels = pod.metadata.labels.clone().unwrap_or_default();
-        if !owned || labels.is_empty() {
+        let defaults: Vec<&TopologySpreadConstraint> = self
+            .defaults
+            .constraints
+            .iter()
+            .filter(|c| c.when_unsatisfiable == when)
+            .collect();
+        if defaults.is_empty() {
             return Vec::new();
         }
-        self.defaults
-            .iter()
+        let Some(selector) = default_selector(pod, self.replica_sets.as_ref()) else {
+            return Vec::new();
+        };
+        defaults
+            .into_iter()
             .map(|c| TopologySpreadConstraint {
-                label_selector: Some(
-                    k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
-                        match_labels: Some(labels.clone()),
-                        ..Default::default()
-                    },
-                ),
+                label_selector: Some(selector.clone()),
                 ..c.clone()
             })
             .collect()
     }
 }
 
+/// A constraint ready to count with.
 struct Constraint {
     key: String,
     max_skew: i64,
     min_domains: usize,
-    hard: bool,
     selector: Selector,
     /// Whether the incoming pod counts for its own constraint.
     self_match: i64,
-    /// Matching pods per topology value, over eligible nodes.
+    /// Matching pods per topology value.
     counts: BTreeMap<String, i64>,
 }
 
 impl Constraint {
+    fn new(c: &TopologySpreadConstraint, own_labels: &BTreeMap<String, String>) -> Constraint {
+        let selector = c
+            .label_selector
+            .as_ref()
+            .and_then(|s| Selector::from_label_selector(s).ok())
+            .unwrap_or_else(Selector::nothing);
+        Constraint {
+            key: c.topology_key.clone(),
+            max_skew: i64::from(c.max_skew),
+            min_domains: c.min_domains.unwrap_or(1).max(1) as usize,
+            self_match: i64::from(selector.matches(own_labels)),
+            selector,
+            counts: BTreeMap::new(),
+        }
+    }
+
     fn min_count(&self) -> i64 {
         if self.counts.len() < self.min_domains {
             return 0;
         }
         self.counts.values().copied().min().unwrap_or(0)
+    }
+
+    /// The pods on `node` this constraint counts: of the pod's namespace, not terminating,
+    /// matching the selector.
+    fn matching(&self, node: &NodeInfo, ns: &str) -> i64 {
+        node.pods
+            .iter()
+            .filter(|p| p.metadata.namespace.as_deref() == Some(ns))
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter(|p| {
+                self.selector
+                    .matches(p.metadata.labels.as_ref().unwrap_or(&NO_LABELS))
+            })
+            .count() as i64
     }
 }
 
@@ -104,7 +193,27 @@ fn constraints(pod: &Pod) -> &[TopologySpreadConstraint] {
         .unwrap_or(&[])
 }
 
+fn namespace(pod: &Pod) -> &str {
+    pod.metadata.namespace.as_deref().unwrap_or("default")
+}
+
+fn has_keys(node: &NodeInfo, cs: &[Constraint]) -> bool {
+    cs.iter().all(|c| node.labels().contains_key(&c.key))
+}
+
 static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+
+/// What Score needs, computed at PreScore from the feasible nodes.
+struct ScoreState {
+    constraints: Vec<Constraint>,
+    /// Per constraint, ln(number of its domains among the feasible nodes + 2).
+    weights: Vec<f64>,
+    /// Feasible nodes missing a topology key (when every key is required): scored lowest.
+    ignored: BTreeSet<String>,
+}
+
+/// The raw score of a node PreScore ignored; NormalizeScore turns it into 0.
+const IGNORED: i64 = -1;
 
 impl Plugin for PodTopologySpread {
     fn name(&self) -> &'static str {
@@ -112,57 +221,24 @@ impl Plugin for PodTopologySpread {
     }
 
     fn pre_filter(&self, pod: &Pod, nodes: &[Arc<NodeInfo>], state: &mut CycleState) {
-        let ns = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
         let own_labels = pod.metadata.labels.clone().unwrap_or_default();
-        let mut out: Vec<Constraint> = self
-            .constraints_for(pod)
+        let mut cs: Vec<Constraint> = self
+            .constraints_for(pod, "DoNotSchedule")
             .iter()
-            .map(|c| {
-                let selector = c
-                    .label_selector
-                    .as_ref()
-                    .and_then(|s| Selector::from_label_selector(s).ok())
-                    .unwrap_or_else(Selector::nothing);
-                Constraint {
-                    key: c.topology_key.clone(),
-                    max_skew: i64::from(c.max_skew),
-                    min_domains: c.min_domains.unwrap_or(1).max(1) as usize,
-                    hard: c.when_unsatisfiable == "DoNotSchedule",
-                    self_match: i64::from(selector.matches(&own_labels)),
-                    selector,
-                    counts: BTreeMap::new(),
-                }
-            })
+            .map(|c| Constraint::new(c, &own_labels))
             .collect();
         // Without constraints there is nothing to count.
-        let nodes = if out.is_empty() { &[] } else { nodes };
+        let nodes = if cs.is_empty() { &[] } else { nodes };
         for node in nodes {
-            let labels = node.labels();
-            if !required_matches(pod, labels, node.name()) {
+            if !required_matches(pod, node.labels(), node.name()) || !has_keys(node, &cs) {
                 continue;
             }
-            for c in out.iter_mut() {
-                let Some(value) = labels.get(&c.key) else {
-                    continue;
-                };
-                let matching = node
-                    .pods
-                    .iter()
-                    .filter(|p| p.metadata.namespace.as_deref() == Some(ns.as_str()))
-                    .filter(|p| p.metadata.deletion_timestamp.is_none())
-                    .filter(|p| {
-                        c.selector
-                            .matches(p.metadata.labels.as_ref().unwrap_or(&NO_LABELS))
-                    })
-                    .count() as i64;
-                *c.counts.entry(value.clone()).or_default() += matching;
+            for c in cs.iter_mut() {
+                let matching = c.matching(node, namespace(pod));
+                *c.counts.entry(node.labels()[&c.key].clone()).or_default() += matching;
             }
         }
-        state.put(NAME, out);
+        state.put(NAME, cs);
     }
 
     fn filter(&self, _pod: &Pod, node: &NodeInfo, state: &CycleState) -> Status {
@@ -170,7 +246,7 @@ impl Plugin for PodTopologySpread {
             return Status::Success;
         };
         let labels = node.labels();
-        for c in cs.iter().filter(|c| c.hard) {
+        for c in cs {
             let Some(value) = labels.get(&c.key) else {
                 return Status::unresolvable(MISSING_LABEL_REASON);
             };
@@ -182,26 +258,115 @@ impl Plugin for PodTopologySpread {
         Status::Success
     }
 
-    /// Matching pods already in this node's domains (fewer is better), for soft constraints.
-    fn score(&self, _pod: &Pod, node: &NodeInfo, state: &CycleState) -> i64 {
-        let Some(cs) = state.get::<Vec<Constraint>>(NAME) else {
-            return 0;
-        };
-        let labels = node.labels();
-        cs.iter()
-            .filter(|c| !c.hard)
-            .map(|c| {
-                labels
-                    .get(&c.key)
-                    .and_then(|v| c.counts.get(v))
-                    .copied()
-                    .unwrap_or(0)
+    fn pre_score(
+        &self,
+        pod: &Pod,
+        feasible: &[&NodeInfo],
+        all: &[Arc<NodeInfo>],
+        state: &mut CycleState,
+    ) {
+        let own_labels = pod.metadata.labels.clone().unwrap_or_default();
+        let mut cs: Vec<Constraint> = self
+            .constraints_for(pod, "ScheduleAnyway")
+            .iter()
+            .map(|c| Constraint::new(c, &own_labels))
+            .collect();
+        if cs.is_empty() {
+            return;
+        }
+        // Nodes without a zone still spread by hostname under the System defaults.
+        let require_all = !constraints(pod).is_empty() || !self.defaults.system;
+        let mut ignored = BTreeSet::new();
+        let mut domains = vec![0usize; cs.len()];
+        for node in feasible {
+            if require_all && !has_keys(node, &cs) {
+                ignored.insert(node.name().to_string());
+                continue;
+            }
+            for (i, c) in cs.iter_mut().enumerate() {
+                if c.key == HOSTNAME {
+                    continue; // counted per node at Score
+                }
+                let value = node.labels().get(&c.key).cloned().unwrap_or_default();
+                if let std::collections::btree_map::Entry::Vacant(e) = c.counts.entry(value) {
+                    e.insert(0);
+                    domains[i] += 1;
+                }
+            }
+        }
+        let weights = cs
+            .iter()
+            .zip(&domains)
+            .map(|(c, size)| {
+                let size = if c.key == HOSTNAME {
+                    feasible.len() - ignored.len()
+                } else {
+                    *size
+                };
+                ((size + 2) as f64).ln()
             })
-            .sum()
+            .collect();
+        // Count matching pods in the feasible nodes' domains, over every node the pod's node
+        // affinity admits.
+        for node in all {
+            if !required_matches(pod, node.labels(), node.name())
+                || (require_all && !has_keys(node, &cs))
+            {
+                continue;
+            }
+            for c in cs.iter_mut().filter(|c| c.key != HOSTNAME) {
+                let value = node.labels().get(&c.key).cloned().unwrap_or_default();
+                if c.counts.contains_key(&value) {
+                    let matching = c.matching(node, namespace(pod));
+                    *c.counts.entry(value).or_default() += matching;
+                }
+            }
+        }
+        state.put(
+            PRE_SCORE,
+            ScoreState {
+                constraints: cs,
+                weights,
+                ignored,
+            },
+        );
     }
 
+    /// Matching pods in this node's domains, weighed per constraint (fewer is better).
+    fn score(&self, pod: &Pod, node: &NodeInfo, state: &CycleState) -> i64 {
+        let Some(s) = state.get::<ScoreState>(PRE_SCORE) else {
+            return 0;
+        };
+        if s.ignored.contains(node.name()) {
+            return IGNORED;
+        }
+        let labels = node.labels();
+        let mut score = 0.0;
+        for (c, weight) in s.constraints.iter().zip(&s.weights) {
+            let Some(value) = labels.get(&c.key) else {
+                continue;
+            };
+            let count = if c.key == HOSTNAME {
+                c.matching(node, namespace(pod))
+            } else {
+                c.counts.get(value).copied().unwrap_or(0)
+            };
+            score += count as f64 * weight + (c.max_skew - 1) as f64;
+        }
+        score.round() as i64
+    }
+
+    /// The emptiest domains score 100: `100 * (max + min - score) / max`; ignored nodes 0.
     fn normalize(&self, scores: &mut [i64]) {
-        default_normalize(scores, true);
+        let valid = scores.iter().copied().filter(|s| *s != IGNORED);
+        let (min, max) = valid.fold((i64::MAX, 0), |(lo, hi), s| (lo.min(s), hi.max(s)));
+        for s in scores.iter_mut() {
+            *s = match *s {
+                IGNORED => 0,
+                _ if max == 0 => 100,
+                v => 100 * (max + min - v) / max,
+            };
+        }
     }
 }
 
@@ -210,7 +375,6 @@ mod tests {
     use super::*;
     use crate::plugins::testing::node;
     use serde_json::{json, Value};
-    use std::sync::Arc;
 
     fn web(name: &str, spread: Value) -> Pod {
         serde_json::from_value(
@@ -226,6 +390,16 @@ mod tests {
             .map(|i| Arc::new(web(&format!("{name}-{i}"), json!([]))))
             .collect();
         NodeInfo::new(n.node, pods)
+    }
+
+    /// Raw and normalized scores of `pod` on `nodes`, all of them feasible.
+    fn scores(pl: &PodTopologySpread, pod: &Pod, nodes: &[Arc<NodeInfo>]) -> Vec<i64> {
+        let mut state = CycleState::default();
+        let feasible: Vec<&NodeInfo> = nodes.iter().map(|n| n.as_ref()).collect();
+        pl.pre_score(pod, &feasible, nodes, &mut state);
+        let mut s: Vec<i64> = feasible.iter().map(|n| pl.score(pod, n, &state)).collect();
+        pl.normalize(&mut s);
+        s
     }
 
     #[test]
@@ -258,23 +432,158 @@ mod tests {
     }
 
     #[test]
-    fn soft_constraints_prefer_emptier_domains() {
-        let spread = json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
-                             "labelSelector": {"matchLabels": {"app": "web"}}}]);
-        let nodes: Vec<Arc<NodeInfo>> = [zone("a1", "a", 3), zone("b1", "b", 0)]
-            .map(Arc::new)
-            .into();
-        let p = web("new", spread);
+    fn soft_constraints_score_as_upstream() {
+        let soft = |skew: i32| {
+            json!([{"maxSkew": skew, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": {"app": "web"}}}])
+        };
+        let cases = [
+            // (what, maxSkew, nodes as (zone or none, matching pods), normalized scores)
+            (
+                "the emptier zone wins",
+                1,
+                vec![(Some("a"), 3), (Some("b"), 0)],
+                vec![0, 100],
+            ),
+            // ln(4) = 1.386: raw 4 and 1, so 100 * (4 + 1 - s) / 4.
+            (
+                "a smaller gap scores closer",
+                1,
+                vec![(Some("a"), 3), (Some("b"), 1)],
+                vec![25, 100],
+            ),
+            // maxSkew - 1 is added to every raw score, watering the difference down.
+            (
+                "a larger maxSkew tolerates more",
+                3,
+                vec![(Some("a"), 3), (Some("b"), 0)],
+                vec![33, 100],
+            ),
+            (
+                "a node missing the key scores lowest",
+                1,
+                vec![(Some("a"), 1), (None, 0)],
+                vec![100, 0],
+            ),
+            (
+                "no matching pods anywhere",
+                1,
+                vec![(Some("a"), 0), (Some("b"), 0)],
+                vec![100, 100],
+            ),
+        ];
+        for (what, skew, layout, want) in cases {
+            let nodes: Vec<Arc<NodeInfo>> = layout
+                .iter()
+                .enumerate()
+                .map(|(i, (z, pods))| {
+                    let name = format!("n{i}");
+                    Arc::new(match z {
+                        Some(z) => zone(&name, z, *pods),
+                        None => node(&name, json!({}), json!({})),
+                    })
+                })
+                .collect();
+            let p = web("new", soft(skew));
+            assert_eq!(
+                scores(&PodTopologySpread::default(), &p, &nodes),
+                want,
+                "{what}"
+            );
+        }
+    }
+
+    fn owned_by(name: &str, labels: Value, owner: Option<(&str, &str)>) -> Pod {
+        let refs = owner.map(|(kind, api)| {
+            json!([{"apiVersion": api, "kind": kind, "name": "web-rs", "uid": "u", "controller": true}])
+        });
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default", "labels": labels,
+                         "ownerReferences": refs.unwrap_or(json!([]))},
+            "spec": {"containers": []}}))
+        .unwrap()
+    }
+
+    fn replica_set(selector: Value) -> ReplicaSet {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web-rs", "namespace": "default"},
+            "spec": {"selector": selector, "template": {}}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn default_constraints_select_by_the_owning_replica_set() {
+        let rs = Arc::new(Fixed::new([replica_set(
+            json!({"matchLabels": {"app": "web"}}),
+        )]));
+        let web_labels = json!({"app": "web", "pod-template-hash": "abc"});
+        let cases = [
+            (
+                "owned by the ReplicaSet",
+                owned_by("p", web_labels.clone(), Some(("ReplicaSet", "apps/v1"))),
+                Some(json!({"matchLabels": {"app": "web"}})),
+            ),
+            ("no owner", owned_by("p", web_labels.clone(), None), None),
+            (
+                "a ReplicaSet of another group version",
+                owned_by(
+                    "p",
+                    web_labels.clone(),
+                    Some(("ReplicaSet", "extensions/v1beta1")),
+                ),
+                None,
+            ),
+            (
+                "a StatefulSet (not served)",
+                owned_by("p", web_labels.clone(), Some(("StatefulSet", "apps/v1"))),
+                None,
+            ),
+        ];
+        for (what, pod, want) in cases {
+            let want: Option<LabelSelector> = want.map(|w| serde_json::from_value(w).unwrap());
+            assert_eq!(default_selector(&pod, rs.as_ref()), want, "{what}");
+        }
+        let empty = Arc::new(Fixed::new([replica_set(json!({}))]));
+        let pod = owned_by("p", web_labels, Some(("ReplicaSet", "apps/v1")));
+        assert_eq!(
+            default_selector(&pod, empty.as_ref()),
+            None,
+            "an empty selector"
+        );
+    }
+
+    #[test]
+    fn system_defaults_spread_a_replica_sets_pods_by_hostname() {
+        let rs = Arc::new(Fixed::new([replica_set(
+            json!({"matchLabels": {"app": "web"}}),
+        )]));
+        let pl = PodTopologySpread {
+            defaults: Defaults::default(),
+            replica_sets: rs,
+        };
+        let owner = Some(("ReplicaSet", "apps/v1"));
+        // Two nodes without a zone label: the System defaults still spread by hostname.
+        let host = |name: &str, pods: usize| {
+            let n = node(name, json!({"kubernetes.io/hostname": name}), json!({}));
+            let pods = (0..pods)
+                .map(|i| {
+                    Arc::new(owned_by(
+                        &format!("{name}-{i}"),
+                        json!({"app": "web"}),
+                        owner,
+                    ))
+                })
+                .collect();
+            Arc::new(NodeInfo::new(n.node, pods))
+        };
+        let nodes = vec![host("busy", 2), host("idle", 0)];
+        let p = owned_by("new", json!({"app": "web"}), owner);
+        let s = scores(&pl, &p, &nodes);
+        assert!(s[1] > s[0], "the idle node scores higher: {s:?}");
+        // A bare pod gets no default constraints.
+        let bare = owned_by("bare", json!({"app": "web"}), None);
         let mut state = CycleState::default();
-        PodTopologySpread::default().pre_filter(&p, &nodes, &mut state);
-        assert!(PodTopologySpread::default()
-            .filter(&p, &nodes[0], &state)
-            .is_success());
-        let mut scores: Vec<i64> = nodes
-            .iter()
-            .map(|n| PodTopologySpread::default().score(&p, n, &state))
-            .collect();
-        PodTopologySpread::default().normalize(&mut scores);
-        assert_eq!(scores, [0, 100]);
+        pl.pre_score(&bare, &[], &nodes, &mut state);
+        assert!(state.get::<ScoreState>(PRE_SCORE).is_none());
     }
 }
