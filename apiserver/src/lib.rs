@@ -104,6 +104,22 @@ fn read_tokens(path: &PathBuf) -> Result<HashSet<String>, ServerError> {
 /// The namespaces every cluster starts with.
 const INITIAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
+/// The PriorityClasses upstream's API server creates at start-up (its
+/// `scheduling/bootstrap-system-priority-classes` hook): name, value, description.
+const SYSTEM_PRIORITY_CLASSES: &[(&str, i64, &str)] = &[
+    (
+        "system-node-critical",
+        2_000_001_000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        2_000_000_000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
+];
+
+/// The namespaces and system PriorityClasses every cluster starts with (created when missing).
 async fn bootstrap(objects: &storage::Objects) -> Result<(), ApiError> {
     let info =
         tinykube_proto::registry::lookup("", "v1", "namespaces").expect("namespaces are served");
@@ -120,6 +136,27 @@ async fn bootstrap(objects: &storage::Objects) -> Result<(), ApiError> {
             },
             "spec": {"finalizers": ["kubernetes"]},
             "status": {"phase": "Active"},
+        });
+        match objects.create(info, &obj).await {
+            Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let info = tinykube_proto::registry::lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        .expect("priorityclasses are served");
+    for (name, value, description) in SYSTEM_PRIORITY_CLASSES {
+        if objects.try_get(info, None, name)?.is_some() {
+            continue;
+        }
+        let obj = json!({
+            "kind": "PriorityClass", "apiVersion": "scheduling.k8s.io/v1",
+            "metadata": {
+                "name": name, "uid": uuid::Uuid::new_v4().to_string(), "generation": 1,
+                "creationTimestamp": object::timestamp(chrono::Utc::now()),
+            },
+            "value": value,
+            "description": description,
+            "preemptionPolicy": "PreemptLowerPriority",
         });
         match objects.create(info, &obj).await {
             Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}

@@ -222,9 +222,9 @@ pub async fn create(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         ));
     }
     let strategy = registry::strategy(info);
+    fill_system_metadata(info, &mut obj);
     strategy.default(&mut obj);
     strategy.prepare_for_create(&mut obj);
-    fill_system_metadata(info, &mut obj);
     admission::check_namespace(&ctx.state, info, &obj)?;
     admission::on_create(&ctx.state, info, &mut obj)?;
     for attempt in 0..8 {

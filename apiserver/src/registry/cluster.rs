@@ -213,6 +213,13 @@ impl Strategy for PriorityClassStrategy {
         }
     }
 
+    /// Upstream sets `generation: 1` on create, and never bumps it.
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("generation".into(), json!(1));
+        }
+    }
+
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = validate_object_meta(new, NameRule::Subdomain);
         if new.get("value") != old.get("value") {
