@@ -93,6 +93,28 @@ fn kubectl_create_generators_work() {
         "jsonpath={.spec.minAvailable} {.spec.selector.matchLabels.app}",
     ]);
     assert_eq!(pdb.ok(), "2 web");
+    // A budget of 0 is a value, not an absent field (protobuf carries IntOrString 0 as a message).
+    server
+        .kubectl(&[
+            "create",
+            "pdb",
+            "none",
+            "--selector=app=web",
+            "--max-unavailable=0",
+            "-n",
+            "lab",
+        ])
+        .ok();
+    let zero = server.kubectl(&[
+        "get",
+        "pdb",
+        "none",
+        "-n",
+        "lab",
+        "-o",
+        "jsonpath={.spec.maxUnavailable}",
+    ]);
+    assert_eq!(zero.ok(), "0");
 
     // Errors still read as upstream's.
     let dup = server.kubectl(&["create", "ns", "lab"]);

@@ -311,7 +311,14 @@ fn message(name: &str, bytes: &[u8]) -> Result<Value, ProtobufError> {
                 a.extend(values);
             }
         } else if let Some(v) = values.pop() {
-            if is_zero(&v) && !MEANINGFUL_ZERO.contains(&json.as_str()) {
+            // A present message is meaningful even when it reads 0 (an IntOrString of 0, as
+            // `kubectl create pdb --min-available=0` sends); only scalars are zero-as-absent.
+            let absent = if kind == "message" {
+                v.is_null()
+            } else {
+                is_zero(&v) && !MEANINGFUL_ZERO.contains(&json.as_str())
+            };
+            if absent {
                 out.remove(json);
             } else {
                 out.insert(json.clone(), v);
