@@ -104,6 +104,11 @@ pub async fn binding(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
                 if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
                     spec.insert("nodeName".into(), node.clone().into());
                 }
+                // A bound pod's nomination is spent (upstream's ClearingNominatedNodeNameAfterBinding,
+                // on by default since 1.35).
+                if let Some(status) = pod.get_mut("status").and_then(Value::as_object_mut) {
+                    status.remove("nominatedNodeName");
+                }
                 if let Some(a) = &annotations {
                     let meta = meta_mut(&mut pod);
                     let target = meta.entry("annotations").or_insert_with(|| json!({}));
