@@ -171,6 +171,21 @@ impl Context {
     }
 }
 
+/// Route `rx` to one of `controller`'s handlers; a lagging receiver calls `lagged` (which
+/// re-enqueues everything). The usual wiring of a controller to a shared informer.
+pub fn route<C, K>(
+    rx: broadcast::Receiver<Notification<K>>,
+    controller: &Arc<C>,
+    on: fn(&C, Notification<K>),
+    lagged: fn(&C),
+) -> impl std::future::Future<Output = ()>
+where
+    K: Clone,
+{
+    let (c, r) = (controller.clone(), controller.clone());
+    forward(rx, move |n| on(&c, n), move || lagged(&r))
+}
+
 /// Drain `rx` into `handle`; a lagging receiver calls `resync` (re-enqueue everything).
 pub async fn forward<K: Clone>(
     mut rx: broadcast::Receiver<Notification<K>>,

@@ -23,7 +23,7 @@ use tinykube_client::reflector::{key_of, Notification, Store};
 use tinykube_proto::labels::Selector;
 use tokio::time::Instant;
 
-use crate::context::{forward, Context, BY_NAMESPACE};
+use crate::context::{route, Context, BY_NAMESPACE};
 use crate::expectations::Expectations;
 use crate::util::{controller_ref, is_pod_ready, run_workers, secs};
 use crate::workqueue::WorkQueue;
@@ -78,26 +78,10 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
             tracing::error!("daemonset controller started after the informers");
             return;
         };
-        let lag = |c: &Arc<Controller>| {
-            let c = c.clone();
-            move || c.lagged()
-        };
-        let on_ds = {
-            let h = c.clone();
-            forward(ds_events, move |n| h.on_daemonset(n), lag(&c))
-        };
-        let on_pod = {
-            let h = c.clone();
-            forward(pod_events, move |n| h.on_pod(n), lag(&c))
-        };
-        let on_node = {
-            let h = c.clone();
-            forward(node_events, move |n| h.on_node(n), lag(&c))
-        };
-        let on_rev = {
-            let h = c.clone();
-            forward(rev_events, move |n| h.on_revision(n), lag(&c))
-        };
+        let on_ds = route(ds_events, &c, Controller::on_daemonset, Controller::lagged);
+        let on_pod = route(pod_events, &c, Controller::on_pod, Controller::lagged);
+        let on_node = route(node_events, &c, Controller::on_node, Controller::lagged);
+        let on_rev = route(rev_events, &c, Controller::on_revision, Controller::lagged);
         let run = {
             let c = c.clone();
             async move {

@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::Pod;
 use tinykube_client::reflector::{key_of, Notification, Store};
 use tinykube_proto::labels::Selector;
 
-use crate::context::{forward, Context, BY_NAMESPACE};
+use crate::context::{route, Context, BY_NAMESPACE};
 use crate::util::{controller_ref, run_workers};
 use crate::workqueue::WorkQueue;
 
@@ -55,22 +55,19 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
             tracing::error!("deployment controller started after the informers");
             return;
         };
-        let resync = |c: &Arc<Controller>| {
-            let c = c.clone();
-            move || c.enqueue_all()
-        };
-        let on_d = {
-            let c2 = c.clone();
-            forward(d_events, move |n| c2.on_deployment(n), resync(&c))
-        };
-        let on_rs = {
-            let c2 = c.clone();
-            forward(rs_events, move |n| c2.on_replicaset(n), resync(&c))
-        };
-        let on_pod = {
-            let c2 = c.clone();
-            forward(pod_events, move |n| c2.on_pod(n), resync(&c))
-        };
+        let on_d = route(
+            d_events,
+            &c,
+            Controller::on_deployment,
+            Controller::enqueue_all,
+        );
+        let on_rs = route(
+            rs_events,
+            &c,
+            Controller::on_replicaset,
+            Controller::enqueue_all,
+        );
+        let on_pod = route(pod_events, &c, Controller::on_pod, Controller::enqueue_all);
         let run = {
             let c = c.clone();
             async move {

@@ -21,7 +21,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use tinykube_client::reflector::{key_of, Notification, Store};
 use tinykube_proto::labels::Selector;
 
-use crate::context::{forward, Context, BY_NAMESPACE};
+use crate::context::{route, Context, BY_NAMESPACE};
 use crate::events::EventRecorder;
 use crate::util::run_workers;
 use crate::workqueue::WorkQueue;
@@ -61,24 +61,8 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
             tracing::error!("disruption controller started after the informers");
             return;
         };
-        let on_pdb = {
-            let c = c.clone();
-            let resync = c.clone();
-            forward(
-                pdb_events,
-                move |n| c.on_pdb(n),
-                move || resync.enqueue_all(),
-            )
-        };
-        let on_pod = {
-            let c = c.clone();
-            let resync = c.clone();
-            forward(
-                pod_events,
-                move |n| c.on_pod(n),
-                move || resync.enqueue_all(),
-            )
-        };
+        let on_pdb = route(pdb_events, &c, Controller::on_pdb, Controller::enqueue_all);
+        let on_pod = route(pod_events, &c, Controller::on_pod, Controller::enqueue_all);
         let run = {
             let c = c.clone();
             async move {

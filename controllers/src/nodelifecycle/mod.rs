@@ -21,7 +21,7 @@ use tinykube_client::events::EventType;
 use tinykube_client::reflector::{Notification, Store};
 use tokio::time::Instant;
 
-use crate::context::{forward, Context};
+use crate::context::{route, Context};
 use crate::events::EventRecorder;
 use crate::util::run_workers;
 use crate::workqueue::WorkQueue;
@@ -82,24 +82,13 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
             tracing::error!("node lifecycle controller started after the informers");
             return;
         };
-        let on_node = {
-            let c = c.clone();
-            let resync = c.clone();
-            forward(
-                node_events,
-                move |n| c.on_node(n),
-                move || resync.enqueue_all(),
-            )
-        };
-        let on_pod = {
-            let c = c.clone();
-            let resync = c.clone();
-            forward(
-                pod_events,
-                move |n| c.on_pod(n),
-                move || resync.enqueue_all(),
-            )
-        };
+        let on_node = route(
+            node_events,
+            &c,
+            Controller::on_node,
+            Controller::enqueue_all,
+        );
+        let on_pod = route(pod_events, &c, Controller::on_pod, Controller::enqueue_all);
         let run = {
             let c = c.clone();
             async move {

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use tinykube_client::reflector::{key_of, Notification, Store};
 use tinykube_proto::labels::Selector;
 
-use crate::context::{forward, Context, BY_NAMESPACE};
+use crate::context::{route, Context, BY_NAMESPACE};
 use crate::expectations::Expectations;
 use crate::util::{controller_ref, is_pod_ready, run_workers, secs};
 use crate::workqueue::WorkQueue;
@@ -54,20 +54,8 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
             tracing::error!("replicaset controller started after the informers");
             return;
         };
-        let on_rs = {
-            let c = c.clone();
-            let resync = c.clone();
-            forward(
-                rs_events,
-                move |n| c.on_replicaset(n),
-                move || resync.lagged(),
-            )
-        };
-        let on_pod = {
-            let c = c.clone();
-            let resync = c.clone();
-            forward(pod_events, move |n| c.on_pod(n), move || resync.lagged())
-        };
+        let on_rs = route(rs_events, &c, Controller::on_replicaset, Controller::lagged);
+        let on_pod = route(pod_events, &c, Controller::on_pod, Controller::lagged);
         let run = {
             let c = c.clone();
             async move {
