@@ -50,4 +50,5 @@ labs! {
     scheduler_config => "08-scheduler-config.md",
     drain => "09-drain.md",
     node_failure => "10-node-failure.md",
+    preemption => "11-preemption.md",
 }
