@@ -8,6 +8,7 @@
 mod api;
 mod config;
 pub mod dynamic;
+pub mod endpoint;
 mod error;
 pub mod events;
 pub mod leader;

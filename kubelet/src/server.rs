@@ -1,13 +1,12 @@
 //! `/healthz` and the read-only `/pods` (the pods of this kubelet's nodes as it sees them: API
-//! pods, and static pods in place of their mirrors), served by a minimal HTTP/1.1 responder
-//! (only the API server uses a web framework). `/pods?node=NAME` narrows to one node.
+//! pods, and static pods in place of their mirrors), served by the client crate's minimal HTTP/1.1
+//! responder. `/pods?node=NAME` narrows to one node.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tinykube_client::endpoint::{self, query_param, Reply};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -41,67 +40,15 @@ fn pod_list(k: &Kubelet, only: Option<&str>) -> Value {
     json!({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
 }
 
-fn query_param<'a>(path: &'a str, name: &str) -> Option<&'a str> {
-    path.split_once('?')?
-        .1
-        .split('&')
-        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
-}
-
 /// Serve until `shutdown`.
 pub(crate) async fn serve(listener: TcpListener, k: Arc<Kubelet>, shutdown: CancellationToken) {
-    loop {
-        let conn = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            c = listener.accept() => c,
-        };
-        let Ok((mut stream, _)) = conn else { continue };
-        let k = k.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            let n = match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await
-            {
-                Ok(Ok(n)) => n,
-                _ => return,
-            };
-            let head = String::from_utf8_lossy(&buf[..n]);
-            let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-            let (status, body, ctype) = match path.split('?').next().unwrap_or("") {
-                "/healthz" => ("200 OK", "ok".to_string(), "text/plain; charset=utf-8"),
-                "/pods" | "/pods/" => (
-                    "200 OK",
-                    pod_list(&k, query_param(&path, "node")).to_string(),
-                    "application/json",
-                ),
-                _ => (
-                    "404 Not Found",
-                    "404 page not found\n".to_string(),
-                    "text/plain; charset=utf-8",
-                ),
-            };
-            let resp = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(resp.as_bytes()).await;
-        });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn query_parameters() {
-        let cases = [
-            ("/pods?node=worker0", Some("worker0")),
-            ("/pods?x=1&node=n-3", Some("n-3")),
-            ("/pods", None),
-            ("/pods?nodes=x", None),
-        ];
-        for (path, want) in cases {
-            assert_eq!(query_param(path, "node"), want, "{path}");
-        }
-    }
+    let route = move |path: &str| match path.split('?').next().unwrap_or("") {
+        "/healthz" => Reply::healthy(),
+        "/pods" | "/pods/" => Reply::ok(
+            "application/json",
+            pod_list(&k, query_param(path, "node")).to_string(),
+        ),
+        _ => Reply::not_found(),
+    };
+    endpoint::serve(listener, route, shutdown).await
 }

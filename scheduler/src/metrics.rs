@@ -1,6 +1,5 @@
 //! `/healthz` and Prometheus `/metrics`: scheduling attempts by result, attempt latency, and
-//! pending pods by queue, served by a minimal HTTP/1.1 responder (only the API server uses a
-//! web framework).
+//! pending pods by queue, served by the client crate's minimal HTTP/1.1 responder.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -8,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tinykube_client::endpoint::{self, Reply};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -127,44 +126,12 @@ pub async fn serve(
     render: Arc<dyn Fn() -> String + Send + Sync>,
     shutdown: CancellationToken,
 ) {
-    loop {
-        let conn = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            c = listener.accept() => c,
-        };
-        let Ok((mut stream, _)) = conn else { continue };
-        let render = render.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 2048];
-            let n = match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await
-            {
-                Ok(Ok(n)) => n,
-                _ => return,
-            };
-            let head = String::from_utf8_lossy(&buf[..n]);
-            let path = head.split_whitespace().nth(1).unwrap_or("/");
-            let (status, body, ctype) = match path.split('?').next().unwrap_or("") {
-                "/healthz" | "/livez" | "/readyz" => {
-                    ("200 OK", "ok".to_string(), "text/plain; charset=utf-8")
-                }
-                "/metrics" => (
-                    "200 OK",
-                    render(),
-                    "text/plain; version=0.0.4; charset=utf-8",
-                ),
-                _ => (
-                    "404 Not Found",
-                    "404 page not found\n".to_string(),
-                    "text/plain; charset=utf-8",
-                ),
-            };
-            let resp = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(resp.as_bytes()).await;
-        });
-    }
+    let route = move |path: &str| match path.split('?').next().unwrap_or("") {
+        "/healthz" | "/livez" | "/readyz" => Reply::healthy(),
+        "/metrics" => Reply::ok("text/plain; version=0.0.4; charset=utf-8", render()),
+        _ => Reply::not_found(),
+    };
+    endpoint::serve(listener, route, shutdown).await
 }
 
 /// Bind the health and metrics endpoint.
