@@ -122,15 +122,19 @@ impl LeaderElector {
         }
     }
 
-    /// Give the lease up so the next candidate need not wait for it to expire.
+    /// Give the lease up so the next candidate need not wait for it to expire. As upstream's
+    /// release: no holder (`holderIdentity: ""`), a 1 s duration, acquire and renew time now,
+    /// the transitions kept.
     async fn release(&self) {
         if let Ok(Some(mut lease)) = self.api.get_opt(&self.cfg.name).await {
             let spec = lease.spec.clone().unwrap_or_default();
             if spec.holder_identity.as_deref() == Some(&self.cfg.identity) {
+                let now = crate::now();
                 lease.spec = Some(LeaseSpec {
-                    holder_identity: None,
+                    holder_identity: Some(String::new()),
                     lease_duration_seconds: Some(1),
-                    renew_time: Some(MicroTime(crate::now())),
+                    acquire_time: Some(MicroTime(now)),
+                    renew_time: Some(MicroTime(now)),
                     ..spec
                 });
                 let _ = self.api.replace(&self.cfg.name, &lease).await;

@@ -273,15 +273,30 @@ fn a_second_candidate_takes_over_when_the_leader_goes() {
         assert_eq!(spec.holder_identity.as_deref(), Some("b"));
         assert_eq!(spec.lease_transitions, Some(1));
 
-        // A graceful stop releases the lease: the next candidate takes over at once.
+        // A graceful stop releases the lease (as upstream writes it: no holder, 1 s, acquired
+        // and renewed now, transitions kept), and the next candidate takes over at once.
+        stop_b.send(()).unwrap();
+        b_task.await.unwrap();
+        let released =
+            Api::<tinykube_client::k8s_openapi::api::coordination::v1::Lease>::namespaced(
+                c.clone(),
+                "kube-system",
+            )
+            .get("demo-scheduler")
+            .await
+            .unwrap()
+            .spec
+            .unwrap();
+        assert_eq!(released.holder_identity.as_deref(), Some(""));
+        assert_eq!(released.lease_duration_seconds, Some(1));
+        assert_eq!(released.lease_transitions, Some(1));
+        assert_eq!(released.acquire_time, released.renew_time);
         let c2 = std::sync::Arc::new(LeaderElector::new(c.clone(), cfg("c")));
         let mut c_leads = c2.leading();
         let c_task = tokio::spawn({
             let c2 = c2.clone();
             async move { c2.run(std::future::pending()).await }
         });
-        stop_b.send(()).unwrap();
-        b_task.await.unwrap();
         let started = std::time::Instant::now();
         tokio::time::timeout(Duration::from_secs(3), c_leads.wait_for(|l| *l))
             .await
