@@ -111,6 +111,15 @@ where
         self.inner.read().ok()?.objects.get(key).cloned()
     }
 
+    /// How many objects the cache holds.
+    pub fn len(&self) -> usize {
+        self.inner.read().map(|i| i.objects.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn list(&self) -> Vec<Arc<K>> {
         self.inner
             .read()

@@ -17,6 +17,7 @@ pub mod namespace;
 pub mod nodelifecycle;
 pub mod registry;
 pub mod replicaset;
+pub mod ttl;
 pub mod util;
 pub mod workqueue;
 

@@ -51,6 +51,10 @@ pub const CONTROLLERS: &[Entry] = &[
         name: "disruption",
         start: Some(crate::disruption::start),
     },
+    Entry {
+        name: "ttl",
+        start: Some(crate::ttl::start),
+    },
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

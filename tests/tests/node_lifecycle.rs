@@ -24,6 +24,49 @@ fn taints(server: &ApiServer, node: &str) -> String {
         .to_string()
 }
 
+/// The TTL controller annotates every node with the cache TTL of a small cluster, 0 s, and puts
+/// it back when someone changes it.
+#[test]
+fn nodes_carry_upstreams_ttl_annotation() {
+    let server = ApiServer::start().unwrap();
+    let _cm = ControllerManager::start(&server, &["--controllers", "ttl"]).unwrap();
+    let yaml = "apiVersion: v1\nkind: Node\nmetadata:\n  name: worker0\n";
+    server
+        .kubectl_stdin(&["create", "-f", "-"], Some(yaml))
+        .ok();
+    let ttl = || {
+        server
+            .kubectl(&[
+                "get",
+                "node",
+                "worker0",
+                "-o",
+                "jsonpath={.metadata.annotations.node\\.alpha\\.kubernetes\\.io/ttl}",
+            ])
+            .ok()
+            .to_string()
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || ttl() == "0"),
+        "{}",
+        ttl()
+    );
+    server
+        .kubectl(&[
+            "annotate",
+            "--overwrite",
+            "node",
+            "worker0",
+            "node.alpha.kubernetes.io/ttl=60",
+        ])
+        .ok();
+    assert!(
+        eventually(Duration::from_secs(10), || ttl() == "0"),
+        "{}",
+        ttl()
+    );
+}
+
 #[test]
 fn nodes_coming_and_going_are_announced_as_upstream() {
     let server = ApiServer::start().unwrap();
