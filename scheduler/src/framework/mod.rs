@@ -107,6 +107,10 @@ pub fn pod_requests<'a>(pod: &Pod, state: &'a CycleState) -> std::borrow::Cow<'a
 #[derive(Default)]
 pub struct CycleState {
     entries: std::collections::HashMap<&'static str, Box<dyn std::any::Any + Send + Sync>>,
+    /// Per filter plugin of the framework, whether its PreFilter said Skip.
+    skip_filter: Vec<bool>,
+    /// A PreFilter's rejection, which every node then gets.
+    pre_filter_rejection: Option<Status>,
 }
 
 impl CycleState {
@@ -137,7 +141,11 @@ pub trait Plugin: Send + Sync {
     fn name(&self) -> &'static str;
 
     /// PreFilter: compute what filtering needs from the whole cluster, once per pod.
-    fn pre_filter(&self, _pod: &Pod, _nodes: &[Arc<NodeInfo>], _state: &mut CycleState) {}
+    /// [`Status::Skip`] says this plugin's Filter has nothing to check for this pod, so it is
+    /// not run; a rejection (or error) makes every node fail with it.
+    fn pre_filter(&self, _pod: &Pod, _nodes: &[Arc<NodeInfo>], _state: &mut CycleState) -> Status {
+        Status::Success
+    }
 
     /// Filter: whether `pod` may run on `node`.
     fn filter(&self, _pod: &Pod, _node: &NodeInfo, _state: &CycleState) -> Status {

@@ -147,16 +147,36 @@ impl Framework {
         &self.waiting
     }
 
-    /// PreFilter of every filter plugin.
+    /// PreFilter of every filter plugin, in order, until one rejects the pod; which Filters
+    /// said Skip is kept in the state.
     pub fn run_pre_filter(&self, pod: &Pod, nodes: &[Arc<NodeInfo>], state: &mut CycleState) {
-        for p in &self.filter {
-            p.pre_filter(pod, nodes, state);
+        state.skip_filter = vec![false; self.filter.len()];
+        state.pre_filter_rejection = None;
+        for (i, p) in self.filter.iter().enumerate() {
+            match p.pre_filter(pod, nodes, state) {
+                Status::Success => {}
+                Status::Skip => state.skip_filter[i] = true,
+                s => {
+                    state.pre_filter_rejection = Some(if s.is_rejected() {
+                        s
+                    } else {
+                        wrapped("PreFilter", p.name(), &s)
+                    });
+                    return;
+                }
+            }
         }
     }
 
-    /// The filters in order; the first that fails decides.
+    /// The filters in order, but those whose PreFilter said Skip; the first that fails decides.
     pub fn run_filters(&self, pod: &Pod, node: &NodeInfo, state: &CycleState) -> Status {
-        for p in &self.filter {
+        if let Some(rejection) = &state.pre_filter_rejection {
+            return rejection.clone();
+        }
+        for (i, p) in self.filter.iter().enumerate() {
+            if state.skip_filter.get(i) == Some(&true) {
+                continue;
+            }
             let s = p.filter(pod, node, state);
             if !s.is_success() {
                 return s;
@@ -495,6 +515,63 @@ mod tests {
         let (got, outcome) = run.await.unwrap();
         assert_eq!(outcome, Status::Success);
         assert_eq!(got.join(","), "permit Gate,bind Gate");
+    }
+
+    /// A filter plugin whose PreFilter answers as told and whose Filter counts its calls.
+    struct Sieve(Status, Mutex<usize>);
+
+    impl Plugin for Sieve {
+        fn name(&self) -> &'static str {
+            "Sieve"
+        }
+        fn pre_filter(&self, _: &Pod, _: &[Arc<NodeInfo>], _: &mut CycleState) -> Status {
+            self.0.clone()
+        }
+        fn filter(&self, _: &Pod, _: &NodeInfo, _: &CycleState) -> Status {
+            *self.1.lock().unwrap() += 1;
+            Status::unschedulable("sieved")
+        }
+    }
+
+    #[test]
+    fn pre_filter_may_skip_a_filter_or_reject_the_pod() {
+        let cases = [
+            (
+                "Success: the filter runs",
+                Status::Success,
+                Status::unschedulable("sieved"),
+                1,
+            ),
+            (
+                "Skip: the filter does not run",
+                Status::Skip,
+                Status::Success,
+                0,
+            ),
+            (
+                "a rejection fails every node",
+                Status::unresolvable("no"),
+                Status::unresolvable("no"),
+                0,
+            ),
+            (
+                "an error names the plugin",
+                Status::Error("boom".into()),
+                Status::Error("running PreFilter plugin \"Sieve\": boom".into()),
+                0,
+            ),
+        ];
+        for (what, pre, want, calls) in cases {
+            let sieve = Arc::new(Sieve(pre, Mutex::new(0)));
+            let mut fw = Framework::empty("p", &Handle::detached());
+            fw.push(Point::Filter, sieve.clone(), 0);
+            let node =
+                crate::plugins::testing::node("n1", serde_json::json!({}), serde_json::json!({}));
+            let mut state = CycleState::default();
+            fw.run_pre_filter(&pod(), &[], &mut state);
+            assert_eq!(fw.run_filters(&pod(), &node, &state), want, "{what}");
+            assert_eq!(*sieve.1.lock().unwrap(), calls, "{what}");
+        }
     }
 
     #[tokio::test]

@@ -156,7 +156,9 @@ impl Plugin for InterPodAffinity {
         NAME
     }
 
-    fn pre_filter(&self, pod: &Pod, nodes: &[Arc<NodeInfo>], state: &mut CycleState) {
+    /// Also what Score needs. Skip the Filter when neither the pod nor any pod it meets has a
+    /// required term to check, as upstream.
+    fn pre_filter(&self, pod: &Pod, nodes: &[Arc<NodeInfo>], state: &mut CycleState) -> Status {
         let mut st = State {
             affinity: required(pod, false),
             anti: required(pod, true),
@@ -229,7 +231,14 @@ impl Plugin for InterPodAffinity {
                     .for_each(|t| add(t, 1));
             }
         }
+        let nothing_to_check =
+            st.affinity.is_empty() && st.anti.is_empty() && st.existing_anti.is_empty();
         state.put(NAME, st);
+        if nothing_to_check {
+            Status::Skip
+        } else {
+            Status::Success
+        }
     }
 
     fn filter(&self, pod: &Pod, node: &NodeInfo, state: &CycleState) -> Status {

@@ -3,6 +3,7 @@
 //! preferred terms score by the sum of the weights that match.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
 
@@ -90,6 +91,27 @@ impl Plugin for NodeAffinity {
         NAME
     }
 
+    /// Skip the Filter for a pod without nodeSelector and required node affinity, as upstream.
+    fn pre_filter(&self, pod: &Pod, _nodes: &[Arc<NodeInfo>], _state: &mut CycleState) -> Status {
+        let Some(spec) = pod.spec.as_ref() else {
+            return Status::Skip;
+        };
+        let selector = spec.node_selector.as_ref().is_some_and(|s| !s.is_empty());
+        let required = spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .is_some_and(|na| {
+                na.required_during_scheduling_ignored_during_execution
+                    .is_some()
+            });
+        if selector || required {
+            Status::Success
+        } else {
+            Status::Skip
+        }
+    }
+
     fn filter(&self, pod: &Pod, node: &NodeInfo, _state: &CycleState) -> Status {
         if required_matches(pod, node.labels(), node.name()) {
             Status::Success
@@ -128,6 +150,41 @@ mod tests {
     use super::*;
     use crate::plugins::testing::{node, pod};
     use serde_json::json;
+
+    #[test]
+    fn pods_without_node_constraints_skip_the_filter() {
+        let required = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Exists"}]}]}}});
+        let preferred = json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution":
+            [{"weight": 1, "preference": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}]}});
+        let cases = [
+            ("nothing", json!({"containers": []}), Status::Skip),
+            (
+                "an empty nodeSelector",
+                json!({"containers": [], "nodeSelector": {}}),
+                Status::Skip,
+            ),
+            (
+                "only preferences",
+                json!({"containers": [], "affinity": preferred}),
+                Status::Skip,
+            ),
+            (
+                "a nodeSelector",
+                json!({"containers": [], "nodeSelector": {"a": "b"}}),
+                Status::Success,
+            ),
+            (
+                "required terms",
+                json!({"containers": [], "affinity": required}),
+                Status::Success,
+            ),
+        ];
+        for (what, spec, want) in cases {
+            let got = NodeAffinity.pre_filter(&pod(spec), &[], &mut CycleState::default());
+            assert_eq!(got, want, "{what}");
+        }
+    }
 
     #[test]
     fn selectors_and_required_terms() {

@@ -72,8 +72,19 @@ impl Plugin for NodePorts {
         NAME
     }
 
-    fn pre_filter(&self, pod: &Pod, _nodes: &[std::sync::Arc<NodeInfo>], state: &mut CycleState) {
-        state.put(NAME, host_ports(pod));
+    /// Skip when the pod wants no host port, as upstream.
+    fn pre_filter(
+        &self,
+        pod: &Pod,
+        _nodes: &[std::sync::Arc<NodeInfo>],
+        state: &mut CycleState,
+    ) -> Status {
+        let want = host_ports(pod);
+        if want.is_empty() {
+            return Status::Skip;
+        }
+        state.put(NAME, want);
+        Status::Success
     }
 
     fn filter(&self, pod: &Pod, node: &NodeInfo, state: &CycleState) -> Status {

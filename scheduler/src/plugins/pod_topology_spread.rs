@@ -220,15 +220,17 @@ impl Plugin for PodTopologySpread {
         NAME
     }
 
-    fn pre_filter(&self, pod: &Pod, nodes: &[Arc<NodeInfo>], state: &mut CycleState) {
+    /// Skip when the pod has no hard constraints, as upstream.
+    fn pre_filter(&self, pod: &Pod, nodes: &[Arc<NodeInfo>], state: &mut CycleState) -> Status {
         let own_labels = pod.metadata.labels.clone().unwrap_or_default();
         let mut cs: Vec<Constraint> = self
             .constraints_for(pod, "DoNotSchedule")
             .iter()
             .map(|c| Constraint::new(c, &own_labels))
             .collect();
-        // Without constraints there is nothing to count.
-        let nodes = if cs.is_empty() { &[] } else { nodes };
+        if cs.is_empty() {
+            return Status::Skip;
+        }
         for node in nodes {
             if !required_matches(pod, node.labels(), node.name()) || !has_keys(node, &cs) {
                 continue;
@@ -239,6 +241,7 @@ impl Plugin for PodTopologySpread {
             }
         }
         state.put(NAME, cs);
+        Status::Success
     }
 
     fn filter(&self, _pod: &Pod, node: &NodeInfo, state: &CycleState) -> Status {
