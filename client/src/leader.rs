@@ -37,6 +37,33 @@ impl LeaseConfig {
     }
 }
 
+/// This machine's host name (`/etc/hostname`), `localhost` when it has none.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// A holder identity as upstream's components choose theirs: `HOST_UUID`, with a random
+/// version-4 UUID so that two processes on one host never share one.
+pub fn unique_identity(host: &str) -> String {
+    use rand::Rng;
+    let mut b: [u8; 16] = rand::rng().random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{host}_{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
 /// Runs an election; `is_leader()` says whether this process currently leads.
 pub struct LeaderElector {
     api: Api<Lease>,
@@ -185,5 +212,25 @@ impl LeaderElector {
                 _ = tokio::time::sleep(self.cfg.retry_period) => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identities_are_host_and_a_uuid() {
+        let id = unique_identity("vm");
+        let (host, uuid) = id.split_once('_').expect("HOST_UUID");
+        assert_eq!(host, "vm");
+        let lens: Vec<usize> = uuid.split('-').map(str::len).collect();
+        assert_eq!(lens, [8, 4, 4, 4, 12], "{id}");
+        assert!(
+            uuid.chars().all(|c| c == '-' || c.is_ascii_hexdigit()),
+            "{id}"
+        );
+        assert_eq!(uuid.as_bytes()[14], b'4', "version 4: {id}");
+        assert_ne!(id, unique_identity("vm"));
     }
 }

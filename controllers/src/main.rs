@@ -64,24 +64,6 @@ fn go_duration(s: &str) -> Result<Duration, String> {
     tinykube_proto::duration::parse(s).map_err(|e| e.to_string())
 }
 
-/// A random identity suffix, as upstream's `hostname_<uuid>` holder identities: a version-4
-/// UUID (`8-4-4-4-12` hex digits).
-fn unique_suffix() -> String {
-    use rand::Rng;
-    let mut b: [u8; 16] = rand::rng().random();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
 #[tokio::main]
 async fn main() {
     let flags = match Flags::try_parse() {
@@ -121,11 +103,7 @@ async fn main() {
             Ok(c) => c,
             Err(e) => fail(e.to_string()),
         };
-    let host = std::fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into());
+    let host = tinykube_client::leader::host_name();
     let leader_election = flags
         .leader_elect
         .then(|| tinykube_client::leader::LeaseConfig {
@@ -135,7 +113,7 @@ async fn main() {
             ..tinykube_client::leader::LeaseConfig::new(
                 &flags.leader_elect_resource_namespace,
                 &flags.leader_elect_resource_name,
-                &format!("{host}_{}", unique_suffix()),
+                &tinykube_client::leader::unique_identity(&host),
             )
         });
     let config = tinykube_controllers::Config {
@@ -166,22 +144,5 @@ async fn main() {
         tracing::error!(error = %e, "controller manager stopped");
         eprintln!("tinykube-controller-manager: {e}");
         std::process::exit(1);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn identities_end_in_a_uuid() {
-        let id = super::unique_suffix();
-        let parts: Vec<&str> = id.split('-').collect();
-        let lens: Vec<usize> = parts.iter().map(|p| p.len()).collect();
-        assert_eq!(lens, [8, 4, 4, 4, 12], "{id}");
-        assert!(
-            id.chars().all(|c| c == '-' || c.is_ascii_hexdigit()),
-            "{id}"
-        );
-        assert!(parts[2].starts_with('4'), "version 4: {id}");
-        assert_ne!(id, super::unique_suffix());
     }
 }

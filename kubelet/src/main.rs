@@ -114,13 +114,8 @@ fn nodes(flags: &Flags) -> Result<Vec<NodeConfig>, String> {
     let base = flags
         .hostname_override
         .clone()
-        .or_else(|| {
-            std::fs::read_to_string("/etc/hostname")
-                .ok()
-                .map(|h| h.trim().to_string())
-        })
         .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into())
+        .unwrap_or_else(tinykube_client::leader::host_name)
         .to_lowercase();
     let labels = node::parse_labels(&flags.node_labels).map_err(|e| e.to_string())?;
     let taints = node::parse_taints(&flags.register_with_taints).map_err(|e| e.to_string())?;
