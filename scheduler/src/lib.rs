@@ -163,6 +163,12 @@ fn scheduling_relevant_change(old: &Pod, new: &Pod) -> bool {
         || old.metadata.annotations != new.metadata.annotations
 }
 
+/// Upstream's AssignedPodAdd/AssignedPodUpdate: a pod was bound, or a bound pod's labels
+/// changed, which may let a pending pod's pod affinity (or spreading) be satisfied.
+fn assigned_pod_changed(old: &Pod, new: &Pod) -> bool {
+    node_of(new).is_some() && (node_of(old).is_none() || old.metadata.labels != new.metadata.labels)
+}
+
 fn priority(pod: &Pod) -> i32 {
     pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
 }
@@ -252,8 +258,15 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
                             if sched.responsible_for(&p) {
                                 sched.queue.add(&key_of(p.as_ref()), priority(&p));
                             }
+                            if node_of(&p).is_some() {
+                                // An assigned pod may be what a pending pod's affinity waits for.
+                                sched.queue.cluster_changed();
+                            }
                         }
                         Ok(Notification::Update { old, new }) => {
+                            if assigned_pod_changed(&old, &new) {
+                                sched.queue.cluster_changed();
+                            }
                             let key = key_of(new.as_ref());
                             if !sched.responsible_for(&new) {
                                 sched.queue.remove(&key);

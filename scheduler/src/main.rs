@@ -58,16 +58,6 @@ fn go_duration(s: &str) -> Result<std::time::Duration, String> {
     tinykube_proto::duration::parse(s).map_err(|e| e.to_string())
 }
 
-/// A random identity suffix, as upstream's `hostname_<uuid>` holder identities.
-fn unique_suffix() -> String {
-    use rand::Rng;
-    let mut rng = rand::rng();
-    (0..4)
-        .map(|_| format!("{:08x}", rng.random::<u32>()))
-        .collect::<Vec<_>>()
-        .join("-")
-}
-
 #[tokio::main]
 async fn main() {
     let flags = match Flags::try_parse() {
@@ -122,11 +112,7 @@ async fn main() {
         Ok(c) => c,
         Err(e) => fail(e.to_string()),
     };
-    let host = std::fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into());
+    let host = tinykube_client::leader::host_name();
     let leader_elect = flags
         .leader_elect
         .or(file_election.leader_elect)
@@ -158,7 +144,7 @@ async fn main() {
             ..tinykube_client::leader::LeaseConfig::new(
                 &namespace,
                 &name,
-                &format!("{host}_{}", unique_suffix()),
+                &tinykube_client::leader::unique_identity(&host),
             )
         }
     });

@@ -242,6 +242,31 @@ fn pod_affinity_and_anti_affinity_by_topology() {
         .collect();
     nodes.sort();
     assert_eq!(nodes, ["worker0", "worker1", "worker2"]);
+
+    // A pod whose affinity nothing satisfies waits, and is placed as soon as the pod it needs is
+    // bound somewhere (upstream retries on AssignedPodAdd), not minutes later.
+    let cache = tomcat.replace("values: [mysql]", "values: [redis]");
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&pod("tomcat-cache", &cache)))
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || server
+        .kubectl(&[
+            "get",
+            "pod",
+            "tomcat-cache",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].reason}",
+        ])
+        .ok()
+        == "Unschedulable"));
+    let redis = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: redis\n  labels: {app: redis}\nspec:\n  nodeSelector: {project: project1}\n  containers:\n  - {name: redis, image: redis}\n";
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(redis))
+        .ok();
+    scheduled(&server, "redis");
+    // topologyKey: project, so any node of project1.
+    let placed = scheduled(&server, "tomcat-cache");
+    assert!(placed == "worker0" || placed == "worker1", "{placed}");
 }
 
 #[test]
