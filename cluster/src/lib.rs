@@ -189,7 +189,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
         let master = vec!["--master".to_string(), url.clone()];
         if let Some(bin) = &scheduler_bin {
             let mut args = master.clone();
-            args.extend(["--secure-port".into(), "0".into()]);
+            // As a kubeadm cluster's: it holds kube-system/kube-scheduler while it schedules.
+            args.extend([
+                "--secure-port".into(),
+                "0".into(),
+                "--leader-elect=true".into(),
+            ]);
             let (c, _) = process::spawn(
                 "scheduler",
                 bin,
