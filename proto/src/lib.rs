@@ -6,6 +6,7 @@
 pub mod duration;
 pub mod fields;
 pub mod labels;
+pub mod node_affinity;
 pub mod patch;
 pub mod quantity;
 pub mod registry;

@@ -2,15 +2,12 @@
 //! a DaemonSet creates for a node: the template with the default daemon tolerations and the
 //! required node affinity pinned to that node (ReplaceDaemonSetPodNodeNameNodeAffinity).
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
     PodSpec, Taint, Toleration,
 };
-
-/// The field a daemon pod's node affinity pins (`metav1.ObjectNameField`).
-pub const NAME_FIELD: &str = "metadata.name";
+use tinykube_proto::node_affinity::{self, NAME_FIELD};
+use tinykube_proto::taints::tolerated;
 
 /// Where a DaemonSet's pod stands with a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,81 +114,11 @@ pub fn target_node(pod: &Pod) -> Option<String> {
     })
 }
 
-fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let values = r.values.as_deref().unwrap_or(&[]);
-    let int = |s: &str| s.parse::<i64>().ok();
-    match r.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => match (value.and_then(int), values.first().and_then(|b| int(b))) {
-            (Some(v), Some(b)) if r.operator == "Gt" => v > b,
-            (Some(v), Some(b)) => v < b,
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
-/// A node selector term against a node: expressions on labels and fields all hold; an empty
-/// term matches nothing.
-fn term_matches(term: &NodeSelectorTerm, labels: &BTreeMap<String, String>, name: &str) -> bool {
-    let exprs = term.match_expressions.as_deref().unwrap_or(&[]);
-    let fields = term.match_fields.as_deref().unwrap_or(&[]);
-    if exprs.is_empty() && fields.is_empty() {
-        return false;
-    }
-    exprs
-        .iter()
-        .all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
-        && fields
-            .iter()
-            .all(|r| requirement_matches(r, (r.key == NAME_FIELD).then_some(name)))
-}
-
 /// nodeSelector and required node affinity (terms ORed) admit the node.
 pub fn fits_affinity(spec: &PodSpec, node: &Node) -> bool {
     let labels = node.metadata.labels.clone().unwrap_or_default();
     let name = node.metadata.name.as_deref().unwrap_or_default();
-    let selector_ok = spec
-        .node_selector
-        .iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k) == Some(v));
-    let required = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|na| {
-            na.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        });
-    selector_ok
-        && required.is_none_or(|r| {
-            r.node_selector_terms
-                .iter()
-                .any(|t| term_matches(t, &labels, name))
-        })
-}
-
-/// Whether a toleration tolerates a taint (upstream's ToleratesTaint).
-pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
-    if t.effect
-        .as_deref()
-        .is_some_and(|e| !e.is_empty() && e != taint.effect)
-    {
-        return false;
-    }
-    let key = t.key.as_deref().unwrap_or("");
-    if !key.is_empty() && key != taint.key {
-        return false;
-    }
-    match t.operator.as_deref().unwrap_or("Equal") {
-        "Exists" => true,
-        "Equal" | "" => t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
-        _ => false,
-    }
+    node_affinity::required_matches(spec, &labels, name)
 }
 
 /// The first taint with one of `effects` that no toleration tolerates.
@@ -200,9 +127,9 @@ fn untolerated<'a>(
     tolerations: &[Toleration],
     effects: &[&str],
 ) -> Option<&'a Taint> {
-    taints.iter().find(|taint| {
-        effects.contains(&taint.effect.as_str()) && !tolerations.iter().any(|t| tolerates(t, taint))
-    })
+    taints
+        .iter()
+        .find(|taint| effects.contains(&taint.effect.as_str()) && !tolerated(tolerations, taint))
 }
 
 /// Upstream's NodeShouldRunDaemonPod for the DaemonSet's pod template on `node`.

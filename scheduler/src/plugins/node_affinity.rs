@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
+use k8s_openapi::api::core::v1::Pod;
+use tinykube_proto::node_affinity::{self, term_matches};
 
 use crate::framework::{default_normalize, CycleState, NodeInfo, Plugin, Status};
 
@@ -14,76 +15,11 @@ pub const REASON: &str = "node(s) didn't match Pod's node affinity/selector";
 
 pub struct NodeAffinity;
 
-fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let values = r.values.as_deref().unwrap_or(&[]);
-    let as_int = |s: &str| s.parse::<i64>().ok();
-    match r.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(v), Some(bound)) = (
-                value.and_then(as_int),
-                values.first().and_then(|b| as_int(b)),
-            ) else {
-                return false;
-            };
-            if r.operator == "Gt" {
-                v > bound
-            } else {
-                v < bound
-            }
-        }
-        _ => false,
-    }
-}
-
-/// Whether a node selector term matches a node: every expression on labels and every field
-/// requirement; an empty term matches nothing.
-pub fn term_matches(
-    term: &NodeSelectorTerm,
-    labels: &BTreeMap<String, String>,
-    node_name: &str,
-) -> bool {
-    let exprs = term.match_expressions.as_deref().unwrap_or(&[]);
-    let fields = term.match_fields.as_deref().unwrap_or(&[]);
-    if exprs.is_empty() && fields.is_empty() {
-        return false;
-    }
-    exprs
-        .iter()
-        .all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
-        && fields.iter().all(|r| {
-            let value = (r.key == "metadata.name").then_some(node_name);
-            requirement_matches(r, value)
-        })
-}
-
 /// Whether the pod's nodeSelector and required node affinity admit the node.
 pub fn required_matches(pod: &Pod, labels: &BTreeMap<String, String>, node_name: &str) -> bool {
-    let Some(spec) = pod.spec.as_ref() else {
-        return true;
-    };
-    let selector_ok = spec
-        .node_selector
-        .iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k) == Some(v));
-    let required = spec
-        .affinity
+    pod.spec
         .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|na| {
-            na.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        });
-    let affinity_ok = required.is_none_or(|r| {
-        r.node_selector_terms
-            .iter()
-            .any(|t| term_matches(t, labels, node_name))
-    });
-    selector_ok && affinity_ok
+        .is_none_or(|spec| node_affinity::required_matches(spec, labels, node_name))
 }
 
 impl Plugin for NodeAffinity {
