@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use tokio::sync::watch;
@@ -12,6 +13,7 @@ use tokio::sync::watch;
 use crate::api::Api;
 use crate::config::Client;
 use crate::error::ClientError;
+use crate::events::{EventType, Recorder};
 
 /// Timings of an election (upstream's defaults: 15 s, 10 s, 2 s).
 #[derive(Debug, Clone)]
@@ -22,6 +24,9 @@ pub struct LeaseConfig {
     pub lease_duration: Duration,
     pub renew_deadline: Duration,
     pub retry_period: Duration,
+    /// When set, leadership changes are recorded as upstream's `LeaderElection` events on the
+    /// Lease ("ID became leader", "ID stopped leading") from this component.
+    pub event_source: Option<String>,
 }
 
 impl LeaseConfig {
@@ -33,6 +38,7 @@ impl LeaseConfig {
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
+            event_source: None,
         }
     }
 }
@@ -67,6 +73,8 @@ pub fn unique_identity(host: &str) -> String {
 /// Runs an election; `is_leader()` says whether this process currently leads.
 pub struct LeaderElector {
     api: Api<Lease>,
+    /// Writes the `LeaderElection` events, when the config names a source.
+    recorder: Option<Recorder>,
     cfg: LeaseConfig,
     leading: watch::Sender<bool>,
 }
@@ -80,6 +88,10 @@ impl LeaderElector {
     pub fn new(client: Client, cfg: LeaseConfig) -> Self {
         let (leading, _) = watch::channel(false);
         LeaderElector {
+            recorder: cfg
+                .event_source
+                .as_deref()
+                .map(|source| Recorder::new(client.clone(), source, None)),
             api: Api::namespaced(client, &cfg.namespace),
             cfg,
             leading,
@@ -169,6 +181,32 @@ impl LeaderElector {
         }
     }
 
+    /// Record `what` ("became leader", "stopped leading") as a `LeaderElection` event on the
+    /// Lease, when the config names an event source.
+    async fn record(&self, what: &str) {
+        let Some(recorder) = &self.recorder else {
+            return;
+        };
+        let lease = self.api.get_opt(&self.cfg.name).await.ok().flatten();
+        let meta = lease.map(|l| l.metadata).unwrap_or_default();
+        let regarding = ObjectReference {
+            api_version: Some("coordination.k8s.io/v1".into()),
+            kind: Some("Lease".into()),
+            namespace: Some(self.cfg.namespace.clone()),
+            name: Some(self.cfg.name.clone()),
+            uid: meta.uid,
+            resource_version: meta.resource_version,
+            ..Default::default()
+        };
+        let message = format!("{} {what}", self.cfg.identity);
+        if let Err(e) = recorder
+            .record(&regarding, EventType::Normal, "LeaderElection", &message)
+            .await
+        {
+            tracing::warn!(error = %e, "could not record the leader election event");
+        }
+    }
+
     /// Campaign and hold leadership until `stop` resolves; leadership is reported through
     /// [`LeaderElector::leading`]. Returns when stopped (after releasing the lease).
     pub async fn run(&self, stop: impl std::future::Future<Output = ()>) {
@@ -181,6 +219,7 @@ impl LeaderElector {
                 Ok(Attempt::Acquired) => {
                     if last_renew.is_none() {
                         tracing::info!(lease = %self.cfg.name, identity = %self.cfg.identity, "became leader");
+                        self.record("became leader").await;
                     }
                     last_renew = Some(now);
                     self.leading
@@ -195,6 +234,7 @@ impl LeaderElector {
                         || matches!(attempt, Ok(Attempt::HeldByOther));
                     if lost && last_renew.is_some() {
                         tracing::warn!(lease = %self.cfg.name, "lost leadership");
+                        self.record("stopped leading").await;
                         last_renew = None;
                         self.leading
                             .send_if_modified(|l| std::mem::replace(l, false));
@@ -204,6 +244,7 @@ impl LeaderElector {
             tokio::select! {
                 _ = &mut stop => {
                     if *self.leading.borrow() {
+                        self.record("stopped leading").await;
                         self.release().await;
                         self.leading.send_replace(false);
                     }

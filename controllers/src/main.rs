@@ -110,6 +110,7 @@ async fn main() {
             lease_duration: flags.leader_elect_lease_duration,
             renew_deadline: flags.leader_elect_renew_deadline,
             retry_period: flags.leader_elect_retry_period,
+            event_source: Some("kube-controller-manager".into()),
             ..tinykube_client::leader::LeaseConfig::new(
                 &flags.leader_elect_resource_namespace,
                 &flags.leader_elect_resource_name,

@@ -117,6 +117,17 @@ async fn main() {
         .leader_elect
         .or(file_election.leader_elect)
         .unwrap_or(loaded.is_some());
+    let profiles = match loaded {
+        Some(ref l) => l.profiles.clone(),
+        None => vec![tinykube_scheduler::config::Profile::default_named(
+            &flags.scheduler_name,
+        )],
+    };
+    // Upstream records leader election under the first profile's scheduler name.
+    let event_source = profiles
+        .first()
+        .map(|p| p.scheduler_name.clone())
+        .unwrap_or_else(|| flags.scheduler_name.clone());
     let leader_election = leader_elect.then(|| {
         let name = flags
             .leader_elect_resource_name
@@ -141,6 +152,7 @@ async fn main() {
                 .leader_elect_retry_period
                 .or_else(|| file_duration(&file_election.retry_period, "retryPeriod"))
                 .unwrap_or(std::time::Duration::from_secs(2)),
+            event_source: Some(event_source.clone()),
             ..tinykube_client::leader::LeaseConfig::new(
                 &namespace,
                 &name,
@@ -148,12 +160,6 @@ async fn main() {
             )
         }
     });
-    let profiles = match loaded {
-        Some(l) => l.profiles,
-        None => vec![tinykube_scheduler::config::Profile::default_named(
-            &flags.scheduler_name,
-        )],
-    };
     let config = tinykube_scheduler::Config {
         client,
         profiles,

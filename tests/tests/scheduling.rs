@@ -334,6 +334,26 @@ fn leader_election_hands_over_when_the_leader_dies() {
         "jsonpath={.spec.leaseTransitions}",
     ]);
     assert_eq!(transitions.ok(), "1");
+    // Each leader announced itself on the Lease, as upstream's LeaderElection events.
+    let events = server
+        .kubectl(&[
+            "get",
+            "events",
+            "-n",
+            "kube-system",
+            "--field-selector",
+            "reason=LeaderElection,involvedObject.name=my-lock",
+            "-o",
+            "jsonpath={range .items[*]}{.source.component} {.message}{\"\\n\"}{end}",
+        ])
+        .ok()
+        .to_string();
+    for id in [&leader, &next] {
+        assert!(
+            events.contains(&format!("default-scheduler {id} became leader")),
+            "{events}"
+        );
+    }
 }
 
 #[test]
