@@ -7,13 +7,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::{
     ClusterResourceScope, ListableResource, Metadata, NamespaceResourceScope, Resource,
 };
-use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::Client;
 use crate::error::{ClientError, Status};
+use crate::rest::{answer, collection_path, found, Request};
 use crate::watch::{decode_stream, WatchEvent};
 
 /// Whether a kind lives in namespaces.
@@ -144,20 +144,6 @@ impl<K> Clone for Api<K> {
     }
 }
 
-pub(crate) async fn answer<T: DeserializeOwned>(resp: reqwest::Response) -> Result<T, ClientError> {
-    let code = resp.status();
-    let bytes = resp.bytes().await?;
-    if !code.is_success() {
-        let mut status: Status = serde_json::from_slice(&bytes).unwrap_or_default();
-        status.code = code.as_u16();
-        if status.message.is_empty() {
-            status.message = String::from_utf8_lossy(&bytes).trim().to_string();
-        }
-        return Err(ClientError::Api(status));
-    }
-    Ok(serde_json::from_slice(&bytes)?)
-}
-
 impl<K: Kind> Api<K>
 where
     <K as Resource>::Scope: Scope,
@@ -180,116 +166,67 @@ where
         }
     }
 
-    fn base() -> String {
-        if K::GROUP.is_empty() {
-            format!("/api/{}", K::VERSION)
-        } else {
-            format!("/apis/{}/{}", K::GROUP, K::VERSION)
-        }
-    }
-
     fn collection(&self, namespace: Option<&str>) -> String {
-        match namespace.or(self.namespace.as_deref()) {
-            Some(ns) if <K::Scope as Scope>::NAMESPACED => {
-                format!("{}/namespaces/{ns}/{}", Self::base(), K::URL_PATH_SEGMENT)
-            }
-            _ => format!("{}/{}", Self::base(), K::URL_PATH_SEGMENT),
-        }
+        let namespace = namespace
+            .or(self.namespace.as_deref())
+            .filter(|_| <K::Scope as Scope>::NAMESPACED);
+        collection_path(K::GROUP, K::VERSION, K::URL_PATH_SEGMENT, namespace)
     }
 
     fn item(&self, name: &str) -> String {
         format!("{}/{name}", self.collection(None))
     }
 
+    fn subresource(&self, name: &str, subresource: &str) -> String {
+        format!("{}/{subresource}", self.item(name))
+    }
+
     pub async fn get(&self, name: &str) -> Result<K, ClientError> {
-        answer(
-            self.client
-                .request(Method::GET, &self.item(name))
-                .send()
-                .await?,
-        )
-        .await
+        self.client.send(Request::get(self.item(name))).await
     }
 
     /// `None` when the object does not exist.
     pub async fn get_opt(&self, name: &str) -> Result<Option<K>, ClientError> {
-        match self.get(name).await {
-            Ok(o) => Ok(Some(o)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e),
-        }
+        found(self.get(name).await)
     }
 
     pub async fn list(&self, lp: &ListParams) -> Result<k8s_openapi::List<K>, ClientError> {
-        let req = self
-            .client
-            .request(Method::GET, &self.collection(None))
-            .query(&lp.query());
-        answer(req.send().await?).await
+        let request = Request::get(self.collection(None)).query(lp.query());
+        self.client.send(request).await
     }
 
+    /// POST to the collection of the object's namespace (else this client's).
     pub async fn create(&self, obj: &K) -> Result<K, ClientError> {
-        let ns = obj.metadata().namespace.clone();
-        let path = self.collection(ns.as_deref());
-        answer(
-            self.client
-                .request(Method::POST, &path)
-                .json(obj)
-                .send()
-                .await?,
-        )
-        .await
+        let path = self.collection(obj.metadata().namespace.as_deref());
+        self.client.send(Request::post(path, obj)).await
     }
 
     pub async fn replace(&self, name: &str, obj: &K) -> Result<K, ClientError> {
-        answer(
-            self.client
-                .request(Method::PUT, &self.item(name))
-                .json(obj)
-                .send()
-                .await?,
-        )
-        .await
+        self.client.send(Request::put(self.item(name), obj)).await
     }
 
     pub async fn replace_status(&self, name: &str, obj: &K) -> Result<K, ClientError> {
-        let path = format!("{}/status", self.item(name));
-        answer(
-            self.client
-                .request(Method::PUT, &path)
-                .json(obj)
-                .send()
-                .await?,
-        )
-        .await
-    }
-
-    async fn patch_at(&self, path: &str, patch: &Patch) -> Result<K, ClientError> {
-        let req = self
-            .client
-            .request(Method::PATCH, path)
-            .header(reqwest::header::CONTENT_TYPE, patch.content_type())
-            .body(serde_json::to_vec(patch.body())?);
-        answer(req.send().await?).await
+        let path = self.subresource(name, "status");
+        self.client.send(Request::put(path, obj)).await
     }
 
     pub async fn patch(&self, name: &str, patch: &Patch) -> Result<K, ClientError> {
-        self.patch_at(&self.item(name), patch).await
+        self.client
+            .send(Request::patch(self.item(name), patch))
+            .await
     }
 
     pub async fn patch_status(&self, name: &str, patch: &Patch) -> Result<K, ClientError> {
-        self.patch_at(&format!("{}/status", self.item(name)), patch)
-            .await
+        let path = self.subresource(name, "status");
+        self.client.send(Request::patch(path, patch)).await
     }
 
     /// Delete with optional DeleteOptions (`gracePeriodSeconds`, `propagationPolicy`,
     /// `preconditions`); returns the object as the server last showed it.
     pub async fn delete(&self, name: &str, options: Option<&Value>) -> Result<Value, ClientError> {
-        let mut req = self.client.request(Method::DELETE, &self.item(name));
-        if let Some(o) = options {
-            req = req.json(o);
-        }
-        answer(req.send().await?).await
+        self.client
+            .send(Request::delete(self.item(name), options))
+            .await
     }
 
     /// POST to a subresource (`binding`, `eviction`) and return the server's answer.
@@ -299,15 +236,8 @@ where
         subresource: &str,
         body: &Value,
     ) -> Result<Value, ClientError> {
-        let path = format!("{}/{subresource}", self.item(name));
-        answer(
-            self.client
-                .request(Method::POST, &path)
-                .json(body)
-                .send()
-                .await?,
-        )
-        .await
+        let path = self.subresource(name, subresource);
+        self.client.send(Request::post(path, body)).await
     }
 
     /// Watch from `resource_version`; the stream ends when the server closes it.
@@ -326,12 +256,8 @@ where
             "timeoutSeconds",
             lp.timeout_seconds.unwrap_or(290).to_string(),
         ));
-        let resp = self
-            .client
-            .request(Method::GET, &self.collection(None))
-            .query(&query)
-            .send()
-            .await?;
+        let request = Request::get(self.collection(None)).query(query);
+        let resp = self.client.response(request).await?;
         if !resp.status().is_success() {
             return Err(answer::<Value>(resp)
                 .await

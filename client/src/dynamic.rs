@@ -2,13 +2,13 @@
 //! (for the garbage collector and namespace deletion, which handle every kind alike), and
 //! discovery of the served resources.
 
-use reqwest::Method;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::api::{answer, ListParams, Patch};
+use crate::api::{ListParams, Patch};
 use crate::config::Client;
 use crate::error::ClientError;
+use crate::rest::{collection_path, found, Request};
 
 /// One served resource as discovery lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,14 +23,6 @@ pub struct ApiResource {
 }
 
 impl ApiResource {
-    fn base(&self) -> String {
-        if self.group.is_empty() {
-            format!("/api/{}", self.version)
-        } else {
-            format!("/apis/{}/{}", self.group, self.version)
-        }
-    }
-
     /// `v1` or `apps/v1`.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {
@@ -59,14 +51,9 @@ impl DynamicApi {
     }
 
     fn collection(&self) -> String {
-        match &self.namespace {
-            Some(ns) if self.resource.namespaced => format!(
-                "{}/namespaces/{ns}/{}",
-                self.resource.base(),
-                self.resource.plural
-            ),
-            _ => format!("{}/{}", self.resource.base(), self.resource.plural),
-        }
+        let r = &self.resource;
+        let namespace = self.namespace.as_deref().filter(|_| r.namespaced);
+        collection_path(&r.group, &r.version, &r.plural, namespace)
     }
 
     fn item(&self, name: &str) -> String {
@@ -75,27 +62,13 @@ impl DynamicApi {
 
     /// `None` when the object does not exist.
     pub async fn get_opt(&self, name: &str) -> Result<Option<Value>, ClientError> {
-        let resp = self
-            .client
-            .request(Method::GET, &self.item(name))
-            .send()
-            .await?;
-        match answer(resp).await {
-            Ok(v) => Ok(Some(v)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e),
-        }
+        found(self.client.send(Request::get(self.item(name))).await)
     }
 
     /// The list's `items`.
     pub async fn list(&self, lp: &ListParams) -> Result<Vec<Value>, ClientError> {
-        let resp = self
-            .client
-            .request(Method::GET, &self.collection())
-            .query(&lp.query())
-            .send()
-            .await?;
-        let list: Value = answer(resp).await?;
+        let request = Request::get(self.collection()).query(lp.query());
+        let list: Value = self.client.send(request).await?;
         Ok(list
             .get("items")
             .and_then(Value::as_array)
@@ -105,20 +78,15 @@ impl DynamicApi {
 
     /// Delete with optional DeleteOptions.
     pub async fn delete(&self, name: &str, options: Option<&Value>) -> Result<Value, ClientError> {
-        let mut req = self.client.request(Method::DELETE, &self.item(name));
-        if let Some(o) = options {
-            req = req.json(o);
-        }
-        answer(req.send().await?).await
+        self.client
+            .send(Request::delete(self.item(name), options))
+            .await
     }
 
     /// Delete every object of the collection (in the namespace) with optional DeleteOptions.
     pub async fn delete_collection(&self, options: Option<&Value>) -> Result<(), ClientError> {
-        let mut req = self.client.request(Method::DELETE, &self.collection());
-        if let Some(o) = options {
-            req = req.json(o);
-        }
-        answer::<Value>(req.send().await?).await.map(|_| ())
+        let request = Request::delete(self.collection(), options);
+        self.client.send::<Value, _>(request).await.map(|_| ())
     }
 
     /// PUT `body` to a subresource (`status`, `finalize`) and return the server's answer.
@@ -129,23 +97,13 @@ impl DynamicApi {
         body: &Value,
     ) -> Result<Value, ClientError> {
         let path = format!("{}/{subresource}", self.item(name));
-        answer(
-            self.client
-                .request(Method::PUT, &path)
-                .json(body)
-                .send()
-                .await?,
-        )
-        .await
+        self.client.send(Request::put(path, body)).await
     }
 
     pub async fn patch(&self, name: &str, patch: &Patch) -> Result<Value, ClientError> {
-        let req = self
-            .client
-            .request(Method::PATCH, &self.item(name))
-            .header(reqwest::header::CONTENT_TYPE, patch.content_type())
-            .body(serde_json::to_vec(patch.body())?);
-        answer(req.send().await?).await
+        self.client
+            .send(Request::patch(self.item(name), patch))
+            .await
     }
 }
 
@@ -188,19 +146,12 @@ struct GroupVersion {
 
 /// Every served resource (subresources left out), in the preferred version of each group.
 pub async fn discover(client: &Client) -> Result<Vec<ApiResource>, ClientError> {
-    let get = |path: String| {
-        let client = client.clone();
-        async move {
-            let resp = client.request(Method::GET, &path).send().await?;
-            answer::<ResourceList>(resp).await
-        }
-    };
-    let mut lists = vec![get("/api/v1".into()).await?];
-    let resp = client.request(Method::GET, "/apis").send().await?;
-    let groups: GroupList = answer(resp).await?;
+    let mut lists: Vec<ResourceList> = vec![client.send(Request::get("/api/v1".into())).await?];
+    let groups: GroupList = client.send(Request::get("/apis".into())).await?;
     for g in groups.groups {
         if let Some(v) = g.preferred_version {
-            lists.push(get(format!("/apis/{}", v.group_version)).await?);
+            let path = format!("/apis/{}", v.group_version);
+            lists.push(client.send(Request::get(path)).await?);
         }
     }
     let mut out = Vec::new();

@@ -13,6 +13,7 @@ mod error;
 pub mod events;
 pub mod leader;
 pub mod reflector;
+mod rest;
 mod watch;
 pub mod watcher;
 
