@@ -153,7 +153,7 @@ pub async fn fail(
     };
     let reason = if rejected {
         tracing::info!(pod = %key, %message, "unschedulable");
-        sched.queue.unschedulable(key, priority(pod));
+        sched.queue.unschedulable(key, priority(pod), false);
         "Unschedulable"
     } else {
         tracing::warn!(pod = %key, error = %message, "scheduling failed; retrying");

@@ -23,9 +23,10 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use serde_json::json;
 pub(crate) use tinykube_client::reflector::key_of;
 use tinykube_client::reflector::{Informer, Notification};
-use tinykube_client::{Api, Client, ListParams};
+use tinykube_client::{Api, Client, ListParams, Patch};
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::{node_of, nominated_node, Cache, BY_NODE, BY_NOMINATED};
@@ -76,7 +77,23 @@ pub struct Scheduler {
     pub binding_slots: Arc<tokio::sync::Semaphore>,
     /// Where the next cycle's filtering starts (see [`schedule_one::feasible_nodes_to_find`]).
     pub next_start_node: std::sync::atomic::AtomicUsize,
+    /// Events recorded lately, so that a repeat becomes a series on the first one.
+    pub recent_events: Mutex<HashMap<EventKey, RecentEvent>>,
 }
+
+/// What makes two events the same (upstream's isomorphic events): namespace, pod, related pod,
+/// reporting scheduler, reason, action and message.
+type EventKey = (String, String, String, String, String, String, String);
+
+/// An event already written: its name, how often it happened, and since when.
+pub struct RecentEvent {
+    name: String,
+    count: i32,
+    first: std::time::Instant,
+}
+
+/// How long a repeat joins the earlier event's series (upstream's 6 minutes).
+const EVENT_SERIES_WINDOW: std::time::Duration = std::time::Duration::from_secs(360);
 
 impl Scheduler {
     fn responsible_for(&self, pod: &Pod) -> bool {
@@ -110,13 +127,47 @@ impl Scheduler {
             .clone()
             .unwrap_or_else(|| "default".into());
         let now = tinykube_client::now();
+        let key: EventKey = (
+            ns.clone(),
+            pod.metadata.uid.clone().unwrap_or_default(),
+            related
+                .and_then(|r| r.metadata.uid.clone())
+                .unwrap_or_default(),
+            scheduler.to_string(),
+            reason.to_string(),
+            action.to_string(),
+            message.to_string(),
+        );
+        let events = Api::<Event>::namespaced(self.client.clone(), &ns);
+        // A repeat within the window counts on the first event (`series`), as upstream's
+        // events.k8s.io recorder does; kubectl shows it as "(x2 over 10s)".
+        let repeat = {
+            let mut recent = self.recent_events.lock().unwrap_or_else(|e| e.into_inner());
+            recent.retain(|_, e| e.first.elapsed() < EVENT_SERIES_WINDOW);
+            recent.get_mut(&key).map(|e| {
+                e.count += 1;
+                (e.name.clone(), e.count)
+            })
+        };
+        if let Some((name, count)) = repeat {
+            let series = json!({"series": {"count": count, "lastObservedTime": MicroTime(now)}});
+            match events.patch(&name, &Patch::Merge(series)).await {
+                Ok(_) => return,
+                Err(e) if e.is_not_found() => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, reason, "could not update the event series");
+                    return;
+                }
+            }
+        }
+        let name = format!(
+            "{}.{:x}",
+            pod.metadata.name.as_deref().unwrap_or("pod"),
+            now.as_nanosecond()
+        );
         let event = Event {
             metadata: ObjectMeta {
-                name: Some(format!(
-                    "{}.{:x}",
-                    pod.metadata.name.as_deref().unwrap_or("pod"),
-                    now.as_nanosecond()
-                )),
+                name: Some(name.clone()),
                 namespace: Some(ns.clone()),
                 ..Default::default()
             },
@@ -147,11 +198,19 @@ impl Scheduler {
             source: Some(Default::default()),
             ..Default::default()
         };
-        if let Err(e) = Api::<Event>::namespaced(self.client.clone(), &ns)
-            .create(&event)
-            .await
-        {
-            tracing::warn!(error = %e, reason, "could not record event");
+        match events.create(&event).await {
+            Ok(_) => {
+                let mut recent = self.recent_events.lock().unwrap_or_else(|e| e.into_inner());
+                recent.insert(
+                    key,
+                    RecentEvent {
+                        name,
+                        count: 1,
+                        first: std::time::Instant::now(),
+                    },
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, reason, "could not record event"),
         }
     }
 }
@@ -226,6 +285,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         host: config.host,
         metrics: metrics::Metrics::default(),
         next_start_node: Default::default(),
+        recent_events: Mutex::new(HashMap::new()),
         binding_slots: Arc::new(tokio::sync::Semaphore::new(binding::MAX_BINDINGS_IN_FLIGHT)),
     });
     if let Some(addr) = config.health_addr {
@@ -260,12 +320,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
                             }
                             if node_of(&p).is_some() {
                                 // An assigned pod may be what a pending pod's affinity waits for.
-                                sched.queue.cluster_changed();
+                                sched.queue.pod_bound();
                             }
                         }
                         Ok(Notification::Update { old, new }) => {
                             if assigned_pod_changed(&old, &new) {
-                                sched.queue.cluster_changed();
+                                sched.queue.pod_bound();
                             }
                             let key = key_of(new.as_ref());
                             if !sched.responsible_for(&new) {

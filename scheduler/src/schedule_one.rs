@@ -17,6 +17,7 @@ use crate::cache::node_of;
 use crate::framework::{CycleState, Diagnosis, Framework, NodeInfo, Status};
 use crate::metrics::Outcome;
 use crate::plugins::default_preemption::{self, Outcome as Preemption};
+use crate::plugins::{inter_pod_affinity, pod_topology_spread};
 use crate::Scheduler;
 
 /// Where a pod may go, or why it may go nowhere.
@@ -216,6 +217,23 @@ pub async fn schedule_one(sched: &Arc<Scheduler>, key: &str) {
     }
 }
 
+/// Whether pod affinity or topology spreading turned the pod down somewhere, so that a pod
+/// bound elsewhere may let it in (the plugins upstream registers for AssignedPodAdd).
+fn waits_for_pods(diagnosis: &Diagnosis) -> bool {
+    const REASONS: &[&str] = &[
+        inter_pod_affinity::AFFINITY_REASON,
+        inter_pod_affinity::ANTI_AFFINITY_REASON,
+        inter_pod_affinity::EXISTING_ANTI_AFFINITY_REASON,
+        pod_topology_spread::REASON,
+        pod_topology_spread::MISSING_LABEL_REASON,
+    ];
+    diagnosis
+        .statuses
+        .iter()
+        .flat_map(Status::reasons)
+        .any(|r| REASONS.contains(&r.as_str()))
+}
+
 /// No node fits: try DefaultPreemption, park the pod, and report.
 async fn unschedulable(
     sched: &Arc<Scheduler>,
@@ -253,7 +271,9 @@ async fn unschedulable(
         .observe(Outcome::Unschedulable, started.elapsed());
     tracing::info!(pod = %key, %message, "unschedulable");
     // Parked before the victims go, so their deletion moves the pod back.
-    sched.queue.unschedulable(key, priority(pod));
+    sched
+        .queue
+        .unschedulable(key, priority(pod), waits_for_pods(diagnosis));
     if let Some(Preemption::Nominate { node, victims }) = &preemption {
         sched.cache.nominate(key, node, pod.clone());
         preempt_victims(sched, pod, &fw.profile_name, node, victims).await;

@@ -838,3 +838,47 @@ profiles:
         .ok();
     assert_eq!(scheduled(&server, "web-new"), "worker1");
 }
+
+/// A pod that fails again for the same reason counts on its first FailedScheduling event (a
+/// series, "(x2 over …)" in kubectl) instead of adding another event each time.
+#[test]
+fn repeated_failures_make_one_event_series() {
+    let server = ApiServer::start().unwrap();
+    ready_nodes(&server, 1, false);
+    let _scheduler = Scheduler::start(&server, &[]).unwrap();
+    let big =
+        "  containers:\n  - name: c\n    image: nginx\n    resources: {requests: {cpu: \"100\"}}\n";
+    let text = format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: big\nspec:\n{big}");
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(&text))
+        .ok();
+    let counts = || {
+        server
+            .kubectl(&[
+                "get",
+                "events",
+                "--field-selector",
+                "involvedObject.name=big,reason=FailedScheduling",
+                "-o",
+                "jsonpath={range .items[*]}[{.series.count}]{end}",
+            ])
+            .ok()
+            .to_string()
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || counts() == "[]"),
+        "{}",
+        counts()
+    );
+    // A node change sends the pod round again; it still fits nowhere.
+    server
+        .kubectl(&["label", "nodes", "worker0", "retry=1"])
+        .ok();
+    assert!(
+        eventually(Duration::from_secs(10), || counts() == "[2]"),
+        "{}",
+        counts()
+    );
+    let describe = server.kubectl(&["describe", "pod", "big"]);
+    assert!(describe.ok().contains("(x2 over"), "{}", describe.stdout);
+}

@@ -60,12 +60,14 @@ impl Queue {
         });
     }
 
-    /// The pod fits nowhere now: park it until the cluster changes.
-    pub fn unschedulable(&self, key: &str, priority: i32) {
+    /// The pod fits nowhere now: park it until the cluster changes (or, when
+    /// `waits_for_pods`, until a pod is bound too).
+    pub fn unschedulable(&self, key: &str, priority: i32, waits_for_pods: bool) {
         self.with(|p| {
             *p.attempts.entry(key.to_string()).or_default() += 1;
             if !p.active.contains(key) {
-                p.unschedulable.park(key, priority, Instant::now());
+                p.unschedulable
+                    .park(key, priority, Instant::now(), waits_for_pods);
             }
         });
     }
@@ -83,9 +85,20 @@ impl Queue {
 
     /// Something changed that may make parked pods fit: move them back (through backoff).
     pub fn cluster_changed(&self) {
+        self.move_back(Unschedulable::drain);
+    }
+
+    /// A pod was bound (or a bound pod's labels changed), as upstream's AssignedPodAdd and
+    /// AssignedPodUpdate: move back only the pods that pod affinity or spreading turned down;
+    /// one that lacked cpu still lacks it.
+    pub fn pod_bound(&self) {
+        self.move_back(Unschedulable::drain_waiting_for_pods);
+    }
+
+    fn move_back(&self, take: fn(&mut Unschedulable) -> Vec<(String, i32)>) {
         self.with(|p| {
             let now = Instant::now();
-            for (key, priority) in p.unschedulable.drain() {
+            for (key, priority) in take(&mut p.unschedulable) {
                 let n = p.attempts.get(&key).copied().unwrap_or(1);
                 p.backoff.push(
                     &key,
@@ -152,9 +165,15 @@ mod tests {
         assert_eq!(q.pop().await, "low");
         assert_eq!(q.pop().await, "low2");
 
-        q.unschedulable("low", 0);
+        q.unschedulable("low", 0, false);
         let waited = tokio::time::timeout(Duration::from_secs(60), q.pop()).await;
         assert!(waited.is_err(), "a parked pod waits for a cluster change");
+        q.pod_bound();
+        let waited = tokio::time::timeout(Duration::from_secs(60), q.pop()).await;
+        assert!(
+            waited.is_err(),
+            "a bound pod does not help one short of cpu"
+        );
         q.cluster_changed();
         let start = Instant::now();
         assert_eq!(q.pop().await, "low");
@@ -168,6 +187,15 @@ mod tests {
         let start = Instant::now();
         assert_eq!(q.pop().await, "low2");
         assert_eq!((Instant::now() - start).as_secs(), 2);
+        q.add("affine", 0);
+        assert_eq!(q.pop().await, "affine");
+        q.unschedulable("affine", 0, true);
+        q.pod_bound();
+        assert_eq!(
+            q.pop().await,
+            "affine",
+            "a bound pod may satisfy its affinity"
+        );
         q.add("gone", 0);
         q.remove("gone");
         assert!(tokio::time::timeout(Duration::from_secs(1), q.pop())

@@ -1,5 +1,6 @@
 //! Pods that fit nowhere, parked until the cluster changes in a way that could help (a node
-//! added or updated, a pod deleted), or until they have waited 5 minutes.
+//! added or updated, a pod deleted; a pod bound, for those that wait for other pods), or until
+//! they have waited 5 minutes.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,16 +12,33 @@ pub const MAX_PARKED: Duration = Duration::from_secs(300);
 
 #[derive(Default)]
 pub struct Unschedulable {
-    parked: HashMap<String, (Instant, i32)>,
+    /// Key → (parked at, priority, waits for other pods).
+    parked: HashMap<String, (Instant, i32, bool)>,
 }
 
 impl Unschedulable {
-    pub fn park(&mut self, key: &str, priority: i32, now: Instant) {
-        self.parked.insert(key.to_string(), (now, priority));
+    /// Park a pod; `waits_for_pods`: it was turned down by pod affinity or spreading, which a
+    /// pod bound elsewhere may satisfy.
+    pub fn park(&mut self, key: &str, priority: i32, now: Instant, waits_for_pods: bool) {
+        self.parked
+            .insert(key.to_string(), (now, priority, waits_for_pods));
     }
 
     pub fn drain(&mut self) -> Vec<(String, i32)> {
-        self.parked.drain().map(|(k, (_, p))| (k, p)).collect()
+        self.parked.drain().map(|(k, (_, p, _))| (k, p)).collect()
+    }
+
+    /// The pods that wait for other pods, taken out.
+    pub fn drain_waiting_for_pods(&mut self) -> Vec<(String, i32)> {
+        let keys: Vec<String> = self
+            .parked
+            .iter()
+            .filter(|(_, (_, _, waits))| *waits)
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.into_iter()
+            .filter_map(|k| self.parked.remove(&k).map(|(_, p, _)| (k, p)))
+            .collect()
     }
 
     /// Pods parked longer than [`MAX_PARKED`].
@@ -28,11 +46,11 @@ impl Unschedulable {
         let keys: Vec<String> = self
             .parked
             .iter()
-            .filter(|(_, (t, _))| now.duration_since(*t) >= MAX_PARKED)
+            .filter(|(_, (t, _, _))| now.duration_since(*t) >= MAX_PARKED)
             .map(|(k, _)| k.clone())
             .collect();
         keys.into_iter()
-            .filter_map(|k| self.parked.remove(&k).map(|(_, p)| (k, p)))
+            .filter_map(|k| self.parked.remove(&k).map(|(_, p, _)| (k, p)))
             .collect()
     }
 
