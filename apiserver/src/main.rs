@@ -4,7 +4,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use tokio_util::sync::CancellationToken;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum LogFormat {
@@ -30,62 +29,14 @@ struct Flags {
     log_format: LogFormat,
 }
 
-fn init_tracing(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
-}
-
 #[tokio::main]
 async fn main() {
-    let flags = match Flags::try_parse() {
-        Ok(f) => f,
-        Err(e) if !e.use_stderr() => e.exit(),
-        Err(e) => {
-            // One line, as every tinykube binary reports a bad flag.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!(
-                "tinykube-apiserver: {}",
-                first.trim_start_matches("error: ")
-            );
-            std::process::exit(2);
-        }
-    };
-    init_tracing(flags.log_format);
+    let flags: Flags = tinykube_cli::parse("tinykube-apiserver");
+    tinykube_cli::init_logging("info", matches!(flags.log_format, LogFormat::Json));
     let mut config = tinykube_apiserver::Config::new(flags.listen, flags.data_dir);
     config.token_auth_file = flags.token_auth_file;
-    let shutdown = CancellationToken::new();
-    let signal = shutdown.clone();
-    // Registered before the server starts, so a SIGTERM right after start-up is handled too.
-    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::spawn(async move {
-        wait_for_signal(term).await;
-        signal.cancel();
-    });
+    let shutdown = tinykube_cli::shutdown_on_signal();
     if let Err(e) = tinykube_apiserver::run(config, shutdown).await {
-        eprintln!("tinykube-apiserver: {e}");
-        std::process::exit(1);
-    }
-}
-
-async fn wait_for_signal(term: Option<tokio::signal::unix::Signal>) {
-    match term {
-        Some(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        None => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
+        tinykube_cli::exit("tinykube-apiserver", 1, e);
     }
 }

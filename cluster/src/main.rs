@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use tokio_util::sync::CancellationToken;
 
 /// A miniature Kubernetes: the API server, scheduler, controller manager and kubelets of one
 /// cluster, as child processes.
@@ -38,43 +37,15 @@ enum Cmd {
         /// How long a node may go without a heartbeat before the controller manager marks it
         /// Unknown (upstream's `--node-monitor-grace-period`, 40s); shorter values (e.g. 10s)
         /// also shorten the kubelets' node leases, for node failure demos that take seconds.
-        #[arg(long, value_parser = go_duration)]
+        #[arg(long, value_parser = tinykube_cli::go_duration)]
         node_monitor_grace_period: Option<std::time::Duration>,
     },
 }
 
-fn go_duration(s: &str) -> Result<std::time::Duration, String> {
-    tinykube_proto::duration::parse(s).map_err(|e| e.to_string())
-}
-
-fn fail(message: &str) -> ! {
-    eprintln!("tinykube: {message}");
-    std::process::exit(2);
-}
-
 #[tokio::main]
 async fn main() {
-    let flags = match Flags::try_parse() {
-        Ok(f) => f,
-        Err(e) if !e.use_stderr() => e.exit(),
-        Err(e) => {
-            let text = e.to_string();
-            fail(
-                text.lines()
-                    .next()
-                    .unwrap_or("invalid arguments")
-                    .trim_start_matches("error: "),
-            );
-        }
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .init();
+    let flags: Flags = tinykube_cli::parse("tinykube");
+    tinykube_cli::init_logging("warn", false);
     let Cmd::Up {
         nodes,
         masters,
@@ -85,7 +56,13 @@ async fn main() {
     let bin_dir = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(PathBuf::from))
-        .unwrap_or_else(|| fail("cannot find the folder of the tinykube executable"));
+        .unwrap_or_else(|| {
+            tinykube_cli::exit(
+                "tinykube",
+                2,
+                "cannot find the folder of the tinykube executable",
+            )
+        });
     let config = tinykube_cluster::Config {
         data_dir,
         workers: nodes,
@@ -94,19 +71,9 @@ async fn main() {
         bin_dir,
         node_monitor_grace_period,
     };
-    let shutdown = CancellationToken::new();
-    let signal = shutdown.clone();
     // Installed before any child starts: a signal during start-up must stop them all.
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = async { if let Some(t) = term.as_mut() { t.recv().await; } else { std::future::pending::<()>().await } } => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-        signal.cancel();
-    });
+    let shutdown = tinykube_cli::shutdown_on_signal();
     if let Err(e) = tinykube_cluster::run(config, shutdown).await {
-        eprintln!("tinykube: {e}");
-        std::process::exit(1);
+        tinykube_cli::exit("tinykube", 1, e);
     }
 }

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use tokio_util::sync::CancellationToken;
 
 /// Runs the controllers that drive workloads to their desired state (ReplicaSet, Deployment,
 /// garbage collector, namespace lifecycle), as upstream's kube-controller-manager.
@@ -32,19 +31,19 @@ struct Flags {
     #[arg(long, default_value = "kube-system")]
     leader_elect_resource_namespace: String,
     /// How long a lease is valid without renewal (Go duration).
-    #[arg(long, value_parser = go_duration, default_value = "15s")]
+    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "15s")]
     leader_elect_lease_duration: Duration,
     /// How long the leader keeps trying to renew before giving up.
-    #[arg(long, value_parser = go_duration, default_value = "10s")]
+    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "10s")]
     leader_elect_renew_deadline: Duration,
     /// Interval between acquire or renew attempts.
-    #[arg(long, value_parser = go_duration, default_value = "2s")]
+    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "2s")]
     leader_elect_retry_period: Duration,
     /// How often node health is checked (node lifecycle).
-    #[arg(long, value_parser = go_duration, default_value = "5s")]
+    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "5s")]
     node_monitor_period: Duration,
     /// How long a node may go without a heartbeat before it is marked unhealthy.
-    #[arg(long, value_parser = go_duration, default_value = "40s")]
+    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "40s")]
     node_monitor_grace_period: Duration,
     /// Deployments synced at once.
     #[arg(long, default_value_t = 5)]
@@ -60,43 +59,18 @@ struct Flags {
     log_format: String,
 }
 
-fn go_duration(s: &str) -> Result<Duration, String> {
-    tinykube_proto::duration::parse(s).map_err(|e| e.to_string())
-}
-
 #[tokio::main]
 async fn main() {
-    let flags = match Flags::try_parse() {
-        Ok(f) => f,
-        Err(e) if !e.use_stderr() => e.exit(),
-        Err(e) => {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!(
-                "tinykube-controller-manager: {}",
-                first.trim_start_matches("error: ")
-            );
-            std::process::exit(2);
-        }
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
-    if flags.log_format == "json" {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
-    let fail = |message: String| -> ! {
-        eprintln!("tinykube-controller-manager: {message}");
-        std::process::exit(1);
-    };
+    let flags: Flags = tinykube_cli::parse("tinykube-controller-manager");
+    tinykube_cli::init_logging("info", flags.log_format == "json");
+    let fail =
+        |message: String| -> ! { tinykube_cli::exit("tinykube-controller-manager", 1, message) };
     if let Err(e) = tinykube_controllers::registry::enabled(&flags.controllers) {
-        eprintln!("tinykube-controller-manager: --controllers: {e}");
-        std::process::exit(2);
+        tinykube_cli::exit(
+            "tinykube-controller-manager",
+            2,
+            format!("--controllers: {e}"),
+        );
     }
     let client =
         match tinykube_client::Config::load(flags.kubeconfig.as_deref(), flags.master.as_deref()) {
@@ -130,20 +104,9 @@ async fn main() {
             node_monitor_grace_period: flags.node_monitor_grace_period,
         },
     };
-    let shutdown = CancellationToken::new();
-    let signal = shutdown.clone();
-    // Installed before anything runs: a SIGTERM right after start-up still stops cleanly.
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = async { if let Some(t) = term.as_mut() { t.recv().await; } else { std::future::pending::<()>().await } } => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-        signal.cancel();
-    });
+    let shutdown = tinykube_cli::shutdown_on_signal();
     if let Err(e) = tinykube_controllers::run(config, shutdown).await {
         tracing::error!(error = %e, "controller manager stopped");
-        eprintln!("tinykube-controller-manager: {e}");
-        std::process::exit(1);
+        tinykube_cli::exit("tinykube-controller-manager", 1, e);
     }
 }

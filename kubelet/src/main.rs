@@ -7,7 +7,6 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 use tinykube_kubelet::ipam;
 use tinykube_kubelet::node::{self, NodeConfig};
-use tokio_util::sync::CancellationToken;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum LogFormat {
@@ -46,21 +45,21 @@ struct Flags {
     #[arg(long)]
     pod_manifest_path: Option<String>,
     /// How often the manifest directory is re-read in full (it is also watched for changes).
-    #[arg(long, default_value = "20s", value_parser = go_duration)]
+    #[arg(long, default_value = "20s", value_parser = tinykube_cli::go_duration)]
     file_check_frequency: Duration,
     /// URL of a Pod or PodList manifest run as static pods.
     #[arg(long)]
     manifest_url: Option<String>,
     /// How often --manifest-url is fetched.
-    #[arg(long, default_value = "20s", value_parser = go_duration)]
+    #[arg(long, default_value = "20s", value_parser = tinykube_cli::go_duration)]
     http_check_frequency: Duration,
     /// How often node conditions are checked; when given, they are also posted that often
     /// (otherwise every 5m or on change, as upstream).
-    #[arg(long, value_parser = go_duration)]
+    #[arg(long, value_parser = tinykube_cli::go_duration)]
     node_status_update_frequency: Option<Duration>,
     /// How often unchanged conditions are posted anyway (upstream's nodeStatusReportFrequency)
     /// [default: 5m, or --node-status-update-frequency when that is given].
-    #[arg(long, value_parser = go_duration)]
+    #[arg(long, value_parser = tinykube_cli::go_duration)]
     node_status_report_frequency: Option<Duration>,
     /// Run N nodes in this process, named NAME-0 … NAME-(N-1), sharing watches and timers.
     #[arg(long)]
@@ -87,26 +86,8 @@ struct Flags {
     log_format: LogFormat,
 }
 
-fn go_duration(s: &str) -> Result<Duration, String> {
-    tinykube_proto::duration::parse(s).map_err(|e| e.to_string())
-}
-
-fn init_tracing(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
-}
-
 fn fail(message: String) -> ! {
-    eprintln!("tinykube-kubelet: {message}");
-    std::process::exit(2);
+    tinykube_cli::exit("tinykube-kubelet", 2, message)
 }
 
 /// The nodes this process plays.
@@ -169,16 +150,8 @@ fn nodes(flags: &Flags) -> Result<Vec<NodeConfig>, String> {
 
 #[tokio::main]
 async fn main() {
-    let flags = match Flags::try_parse() {
-        Ok(f) => f,
-        Err(e) if !e.use_stderr() => e.exit(),
-        Err(e) => {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            fail(first.trim_start_matches("error: ").to_string());
-        }
-    };
-    init_tracing(flags.log_format);
+    let flags: Flags = tinykube_cli::parse("tinykube-kubelet");
+    tinykube_cli::init_logging("info", matches!(flags.log_format, LogFormat::Json));
     let nodes = nodes(&flags).unwrap_or_else(|e| fail(e));
     let capacity = node::parse_capacity(&flags.capacity).unwrap_or_else(|e| fail(e.to_string()));
     let client =
@@ -202,20 +175,9 @@ async fn main() {
         node_lease_duration_seconds: flags.node_lease_duration_seconds,
         serve_addr: Some(SocketAddr::new(flags.address, flags.read_only_port)),
     };
-    let shutdown = CancellationToken::new();
-    let signal = shutdown.clone();
-    // Installed before anything is served: a SIGTERM right after start must stop us cleanly.
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = async { if let Some(t) = term.as_mut() { t.recv().await; } else { std::future::pending::<()>().await } } => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-        signal.cancel();
-    });
+    let shutdown = tinykube_cli::shutdown_on_signal();
     if let Err(e) = tinykube_kubelet::run(config, shutdown).await {
         tracing::error!(error = %e, "kubelet stopped");
-        eprintln!("tinykube-kubelet: {e}");
-        std::process::exit(1);
+        tinykube_cli::exit("tinykube-kubelet", 1, e);
     }
 }

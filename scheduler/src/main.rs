@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use tokio_util::sync::CancellationToken;
 
 /// Watches pending pods of its scheduler name and binds each to the best node, with upstream's
 /// plugins, messages and events.
@@ -44,47 +43,21 @@ struct Flags {
     #[arg(long, alias = "lock-object-namespace")]
     leader_elect_resource_namespace: Option<String>,
     /// How long a lease is valid without renewal (Go duration) [default: 15s].
-    #[arg(long, value_parser = go_duration)]
+    #[arg(long, value_parser = tinykube_cli::go_duration)]
     leader_elect_lease_duration: Option<std::time::Duration>,
     /// How long the leader keeps trying to renew before giving up [default: 10s].
-    #[arg(long, value_parser = go_duration)]
+    #[arg(long, value_parser = tinykube_cli::go_duration)]
     leader_elect_renew_deadline: Option<std::time::Duration>,
     /// Interval between acquire or renew attempts [default: 2s].
-    #[arg(long, value_parser = go_duration)]
+    #[arg(long, value_parser = tinykube_cli::go_duration)]
     leader_elect_retry_period: Option<std::time::Duration>,
-}
-
-fn go_duration(s: &str) -> Result<std::time::Duration, String> {
-    tinykube_proto::duration::parse(s).map_err(|e| e.to_string())
 }
 
 #[tokio::main]
 async fn main() {
-    let flags = match Flags::try_parse() {
-        Ok(f) => f,
-        Err(e) if !e.use_stderr() => e.exit(),
-        Err(e) => {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!(
-                "tinykube-scheduler: {}",
-                first.trim_start_matches("error: ")
-            );
-            std::process::exit(2);
-        }
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .init();
-    let fail = |message: String| -> ! {
-        eprintln!("tinykube-scheduler: {message}");
-        std::process::exit(1);
-    };
+    let flags: Flags = tinykube_cli::parse("tinykube-scheduler");
+    tinykube_cli::init_logging("info", false);
+    let fail = |message: String| -> ! { tinykube_cli::exit("tinykube-scheduler", 1, message) };
     let loaded = match &flags.config {
         Some(path) => match tinykube_scheduler::config::load(path) {
             Ok(l) => Some(l),
@@ -97,8 +70,10 @@ async fn main() {
         .and_then(|l| l.leader_election.clone())
         .unwrap_or_default();
     let file_duration = |d: &Option<String>, what: &str| -> Option<std::time::Duration> {
-        d.as_deref()
-            .map(|v| go_duration(v).unwrap_or_else(|e| fail(format!("leaderElection.{what}: {e}"))))
+        d.as_deref().map(|v| {
+            tinykube_cli::go_duration(v)
+                .unwrap_or_else(|e| fail(format!("leaderElection.{what}: {e}")))
+        })
     };
     let kubeconfig = flags.kubeconfig.clone().or_else(|| {
         loaded
@@ -171,20 +146,9 @@ async fn main() {
             flags.secure_port,
         )),
     };
-    let shutdown = CancellationToken::new();
-    let signal = shutdown.clone();
-    tokio::spawn(async move {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        tokio::select! {
-            _ = async { if let Some(t) = term.as_mut() { t.recv().await; } else { std::future::pending::<()>().await } } => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-        signal.cancel();
-    });
+    let shutdown = tinykube_cli::shutdown_on_signal();
     if let Err(e) = tinykube_scheduler::run(config, shutdown).await {
         tracing::error!(error = %e, "scheduler stopped");
-        eprintln!("tinykube-scheduler: {e}");
-        std::process::exit(1);
+        tinykube_cli::exit("tinykube-scheduler", 1, e);
     }
 }
