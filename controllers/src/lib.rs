@@ -15,6 +15,7 @@ pub mod expectations;
 pub mod garbagecollector;
 pub mod namespace;
 pub mod nodelifecycle;
+pub mod owned;
 pub mod registry;
 pub mod replicaset;
 pub mod ttl;

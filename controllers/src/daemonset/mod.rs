@@ -18,18 +18,14 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use tinykube_client::reflector::{key_of, Notification, Store};
-use tinykube_proto::labels::Selector;
+use tinykube_client::reflector::{Notification, Store};
 use tokio::time::Instant;
 
-use crate::context::{route, Context, BY_NAMESPACE};
+use crate::context::{route, Context};
 use crate::expectations::Expectations;
-use crate::util::{controller_ref, is_pod_ready, run_workers, secs};
+use crate::owned::{self, PodHandlers, Updates};
+use crate::util::run_workers;
 use crate::workqueue::WorkQueue;
-
-/// How long expectations survive after notifications were lost.
-const LAG_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 /// Upstream's concurrent DaemonSet syncs default.
 const WORKERS: usize = 2;
 
@@ -103,123 +99,33 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
 }
 
 impl Controller {
-    fn enqueue_all(&self) {
-        for ds in self.daemonsets.list() {
-            self.queue.add(&key_of(ds.as_ref()));
+    /// The pod handlers DaemonSets share with ReplicaSets, with creates and deletes awaited in
+    /// separate sets.
+    fn handlers(&self) -> PodHandlers<'_, DaemonSet> {
+        PodHandlers {
+            owners: &self.daemonsets,
+            queue: &self.queue,
+            creates: &self.creates,
+            deletes: &self.deletes,
+            updates: Updates::Every,
         }
     }
 
-    /// Notifications were dropped: expectations expire soon and everything is looked at.
+    fn enqueue_all(&self) {
+        owned::enqueue_all(&self.daemonsets, &self.queue);
+    }
+
     fn lagged(&self) {
         tracing::warn!("daemonset controller fell behind its informers; resyncing");
-        self.creates.expire_within(LAG_GRACE);
-        self.deletes.expire_within(LAG_GRACE);
-        self.enqueue_all();
-        for ds in self.daemonsets.list() {
-            self.queue
-                .add_after(&key_of(ds.as_ref()), LAG_GRACE + secs(1));
-        }
+        self.handlers().lagged();
     }
 
     fn on_daemonset(&self, n: Notification<DaemonSet>) {
-        match n {
-            Notification::Add(ds) | Notification::Update { new: ds, .. } => {
-                self.queue.add(&key_of(ds.as_ref()))
-            }
-            Notification::Delete(ds) => {
-                let key = key_of(ds.as_ref());
-                self.creates.delete(&key);
-                self.deletes.delete(&key);
-                self.queue.add(&key);
-            }
-        }
-    }
-
-    /// The DaemonSet a controller reference in `meta` points to, if cached.
-    fn resolve(&self, meta: &ObjectMeta) -> Option<Arc<DaemonSet>> {
-        let r = controller_ref(meta)?;
-        if r.kind != "DaemonSet" {
-            return None;
-        }
-        let ns = meta.namespace.as_deref().unwrap_or_default();
-        let ds = self.daemonsets.get(&format!("{ns}/{}", r.name))?;
-        (ds.metadata.uid.as_deref() == Some(r.uid.as_str())).then_some(ds)
-    }
-
-    /// DaemonSets of the namespace whose selector matches `meta` (orphan adoption).
-    fn matching(&self, meta: &ObjectMeta) -> Vec<Arc<DaemonSet>> {
-        let ns = meta.namespace.as_deref().unwrap_or_default();
-        let labels = meta.labels.clone().unwrap_or_default();
-        self.daemonsets
-            .by_index(BY_NAMESPACE, ns)
-            .into_iter()
-            .filter(|ds| {
-                ds.spec
-                    .as_ref()
-                    .and_then(|s| Selector::from_label_selector(&s.selector).ok())
-                    .is_some_and(|sel| !sel.is_everything() && sel.matches(&labels))
-            })
-            .collect()
+        self.handlers().on_owner(n);
     }
 
     fn on_pod(&self, n: Notification<Pod>) {
-        match n {
-            Notification::Add(pod) => {
-                if pod.metadata.deletion_timestamp.is_some() {
-                    return self.pod_gone(&pod);
-                }
-                if let Some(ds) = self.resolve(&pod.metadata) {
-                    let key = key_of(ds.as_ref());
-                    self.creates.creation_observed(&key);
-                    self.queue.add(&key);
-                } else if controller_ref(&pod.metadata).is_none() {
-                    for ds in self.matching(&pod.metadata) {
-                        self.queue.add(&key_of(ds.as_ref()));
-                    }
-                }
-            }
-            Notification::Update { old, new } => {
-                if old.metadata.resource_version == new.metadata.resource_version {
-                    return;
-                }
-                if new.metadata.deletion_timestamp.is_some() {
-                    self.pod_gone(&new);
-                    return;
-                }
-                if controller_ref(&old.metadata) != controller_ref(&new.metadata) {
-                    if let Some(ds) = self.resolve(&old.metadata) {
-                        self.queue.add(&key_of(ds.as_ref()));
-                    }
-                }
-                if let Some(ds) = self.resolve(&new.metadata) {
-                    let key = key_of(ds.as_ref());
-                    self.queue.add(&key);
-                    let min_ready = ds
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.min_ready_seconds)
-                        .unwrap_or(0);
-                    if min_ready > 0 && !is_pod_ready(&old) && is_pod_ready(&new) {
-                        self.queue
-                            .add_after(&key, secs(i64::from(min_ready)) + secs(1));
-                    }
-                } else if controller_ref(&new.metadata).is_none() {
-                    for ds in self.matching(&new.metadata) {
-                        self.queue.add(&key_of(ds.as_ref()));
-                    }
-                }
-            }
-            Notification::Delete(pod) => self.pod_gone(&pod),
-        }
-    }
-
-    /// A pod went away (or started terminating): settle its owner's expectations.
-    fn pod_gone(&self, pod: &Pod) {
-        if let Some(ds) = self.resolve(&pod.metadata) {
-            let key = key_of(ds.as_ref());
-            self.deletes.deletion_observed(&key, &key_of(pod));
-            self.queue.add(&key);
-        }
+        self.handlers().on_pod(n);
     }
 
     /// Node additions, deletions and label, taint or schedulability changes can change where
@@ -249,12 +155,6 @@ impl Controller {
             | Notification::Update { new: h, .. }
             | Notification::Delete(h) => h,
         };
-        if let Some(ds) = self.resolve(&h.metadata) {
-            self.queue.add(&key_of(ds.as_ref()));
-        } else if controller_ref(&h.metadata).is_none() {
-            for ds in self.matching(&h.metadata) {
-                self.queue.add(&key_of(ds.as_ref()));
-            }
-        }
+        owned::enqueue_owners(&self.daemonsets, &self.queue, &h.metadata);
     }
 }

@@ -6,12 +6,11 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use futures::future::join_all;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use tinykube_client::events::EventType;
 use tinykube_client::reflector::key_of;
-use tinykube_client::{Api, ClientError, Patch};
+use tinykube_client::ClientError;
 use tinykube_proto::labels::Selector;
 
 use super::history::revision_hash;
@@ -20,22 +19,16 @@ use super::status::{calculate_status, name, node_pods, pod_template, template_ge
 use super::update;
 use super::Controller;
 use crate::context::BY_NAMESPACE;
-use crate::util::{
-    adopt_patch, controller_ref, new_controller_ref, object_ref, pod_from_template, release_patch,
-    secs,
-};
+use crate::owned::{self, Owner, PodError, PodWriter};
+use crate::util::{new_controller_ref, object_ref, pod_from_template, secs};
 
 /// Upstream's burstReplicas for DaemonSets: at most this many creates or deletes per sync.
 pub const BURST_REPLICAS: usize = 250;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
-    #[error("creating pods: {0}")]
-    Create(#[source] ClientError),
-    #[error("deleting pods: {0}")]
-    Delete(#[source] ClientError),
-    #[error("adopting or releasing pods: {0}")]
-    Claim(#[source] ClientError),
+    #[error(transparent)]
+    Pods(#[from] PodError),
     #[error("updating status: {0}")]
     Status(#[source] ClientError),
     #[error("maintaining controller revisions: {0}")]
@@ -52,11 +45,7 @@ impl Controller {
             self.deletes.delete(key);
             return Ok(());
         };
-        let Some(selector) = ds
-            .spec
-            .as_ref()
-            .and_then(|s| Selector::from_label_selector(&s.selector).ok())
-        else {
+        let Some(selector) = ds.selector() else {
             tracing::warn!(key, "invalid selector; ignoring");
             return Ok(());
         };
@@ -97,58 +86,10 @@ impl Controller {
     /// Upstream's ClaimPods: the pods this DaemonSet owns (terminating ones included) after
     /// adopting matching orphans and releasing owned pods that stopped matching.
     async fn claim(&self, ds: &DaemonSet, selector: &Selector) -> Result<Vec<Arc<Pod>>, SyncError> {
-        let uid = ds.metadata.uid.clone().unwrap_or_default();
-        let ns = ds.metadata.namespace.clone().unwrap_or_default();
-        let api: Api<Pod> = Api::namespaced(self.ctx.client.clone(), &ns);
-        let mut can_adopt: Option<bool> = None;
-        let mut owned = Vec::new();
-        for pod in self.pods.by_index(BY_NAMESPACE, &ns) {
-            let matches = selector.matches(&pod.metadata.labels.clone().unwrap_or_default());
-            match controller_ref(&pod.metadata) {
-                Some(r) if r.uid != uid => {}
-                Some(_) if matches => owned.push(pod),
-                Some(_) => {
-                    let patch = release_patch(&pod.metadata, &uid);
-                    match api.patch(&name(&pod), &Patch::Merge(patch)).await {
-                        Ok(_) => {}
-                        Err(e) if e.is_not_found() || e.code() == Some(422) => {}
-                        Err(e) => return Err(SyncError::Claim(e)),
-                    }
-                }
-                None => {
-                    if !matches || pod.metadata.deletion_timestamp.is_some() {
-                        continue;
-                    }
-                    if can_adopt.is_none() {
-                        can_adopt = Some(self.can_adopt(ds).await?);
-                    }
-                    if can_adopt != Some(true) {
-                        continue;
-                    }
-                    let patch =
-                        adopt_patch(&pod.metadata, new_controller_ref::<DaemonSet>(&ds.metadata));
-                    match api.patch(&name(&pod), &Patch::Strategic(patch)).await {
-                        Ok(p) => owned.push(Arc::new(p)),
-                        Err(e) if e.is_not_found() => {}
-                        Err(e) => return Err(SyncError::Claim(e)),
-                    }
-                }
-            }
-        }
-        Ok(owned)
-    }
-
-    /// Adopt only if the DaemonSet, read fresh from the API, is the same one and alive.
-    async fn can_adopt(&self, ds: &DaemonSet) -> Result<bool, SyncError> {
-        let ns = ds.metadata.namespace.clone().unwrap_or_default();
-        let api: Api<DaemonSet> = Api::namespaced(self.ctx.client.clone(), &ns);
-        let fresh = api
-            .get_opt(ds.metadata.name.as_deref().unwrap_or_default())
-            .await
-            .map_err(SyncError::Claim)?;
-        Ok(fresh.is_some_and(|f| {
-            f.metadata.uid == ds.metadata.uid && f.metadata.deletion_timestamp.is_none()
-        }))
+        let ns = ds.metadata.namespace.as_deref().unwrap_or_default();
+        let pods = self.pods.by_index(BY_NAMESPACE, ns);
+        let owned = owned::claim(&self.ctx.client, ds, selector, pods).await;
+        Ok(owned.map_err(PodError::Claim)?)
     }
 
     /// Pods to create and delete so that every node that should run a daemon pod runs exactly
@@ -167,11 +108,7 @@ impl Controller {
             .as_ref()
             .and_then(|s| s.template.spec.clone())
             .unwrap_or_default();
-        let min_ready = ds
-            .spec
-            .as_ref()
-            .and_then(|s| s.min_ready_seconds)
-            .unwrap_or(0);
+        let min_ready = ds.min_ready_seconds();
         let surge = update::allows_surge(ds);
         let now = tinykube_client::now();
         let mut create = Vec::new();
@@ -286,87 +223,33 @@ impl Controller {
         self.creates.expect_creations(key, create.len());
         self.deletes
             .expect_deletions(key, delete.iter().map(|n| format!("{ns}/{n}")).collect());
-        let api: Api<Pod> = Api::namespaced(self.ctx.client.clone(), &ns);
-        let regarding = object_ref::<DaemonSet>(&ds.metadata);
         let template = pod_template(ds, hash);
         let ds_name = ds.metadata.name.clone().unwrap_or_default();
-        let mut failure = None;
-        let (mut pos, mut batch) = (0usize, 1usize);
-        while pos < create.len() {
-            let end = (pos + batch).min(create.len());
-            let results = join_all(create[pos..end].iter().map(|node| {
+        let pods: Vec<Pod> = create
+            .iter()
+            .map(|node| {
                 let mut t = template.clone();
                 if let Some(spec) = t.spec.as_mut() {
                     spec.affinity = Some(pin_to_node(spec.affinity.take(), node));
                 }
-                let pod = pod_from_template(
+                pod_from_template(
                     &t,
                     &ns,
                     &ds_name,
                     new_controller_ref::<DaemonSet>(&ds.metadata),
-                );
-                let api = api.clone();
-                async move { api.create(&pod).await }
-            }))
-            .await;
-            for r in results {
-                match r {
-                    Ok(p) => self.recorder.record(
-                        &regarding,
-                        EventType::Normal,
-                        "SuccessfulCreate",
-                        format!("Created pod: {}", name(&p)),
-                    ),
-                    Err(e) => {
-                        self.creates.creation_observed(key);
-                        if !namespace_terminating(&e) {
-                            self.recorder.record(
-                                &regarding,
-                                EventType::Warning,
-                                "FailedCreate",
-                                format!("Error creating: {}", e_message(&e)),
-                            );
-                            failure = Some(SyncError::Create(e));
-                        }
-                    }
-                }
-            }
-            pos = end;
-            batch *= 2;
-            if failure.is_some() {
-                // The skipped creates will never be observed.
-                for _ in pos..create.len() {
-                    self.creates.creation_observed(key);
-                }
-                break;
-            }
+                )
+            })
+            .collect();
+        let writer = PodWriter::new(&self.ctx.client, &self.recorder, ds, key);
+        let created = writer.create(&self.creates, &pods).await;
+        // Unlike a ReplicaSet, a DaemonSet (as upstream) stops waiting for the creates the
+        // namespace refused.
+        for _ in 0..created.refused {
+            self.creates.creation_observed(key);
         }
-        let results = join_all(delete.iter().map(|n| {
-            let api = api.clone();
-            async move { (n, api.delete(n, None).await) }
-        }))
-        .await;
-        for (n, r) in results {
-            match r {
-                Ok(_) => self.recorder.record(
-                    &regarding,
-                    EventType::Normal,
-                    "SuccessfulDelete",
-                    format!("Deleted pod: {n}"),
-                ),
-                Err(e) => {
-                    self.deletes.deletion_observed(key, &format!("{ns}/{n}"));
-                    if !e.is_not_found() {
-                        self.recorder.record(
-                            &regarding,
-                            EventType::Warning,
-                            "FailedDelete",
-                            format!("Error deleting: {}", e_message(&e)),
-                        );
-                        failure = Some(SyncError::Delete(e));
-                    }
-                }
-            }
+        let mut failure = created.failure.map(SyncError::from);
+        if let Err(e) = writer.delete(&self.deletes, &delete).await {
+            failure = Some(e.into());
         }
         failure.map_or(Ok(()), Err)
     }
@@ -404,11 +287,7 @@ impl Controller {
             max_surge,
             max_unavailable,
             desired,
-            min_ready_seconds: ds
-                .spec
-                .as_ref()
-                .and_then(|s| s.min_ready_seconds)
-                .unwrap_or(0),
+            min_ready_seconds: ds.min_ready_seconds(),
             now: tinykube_client::now(),
         });
         if plan == update::Plan::default() {
@@ -435,11 +314,7 @@ impl Controller {
             observe_generation,
             tinykube_client::now(),
         );
-        let min_ready = ds
-            .spec
-            .as_ref()
-            .and_then(|s| s.min_ready_seconds)
-            .unwrap_or(0);
+        let min_ready = ds.min_ready_seconds();
         if min_ready > 0 && status.number_ready != status.number_available.unwrap_or(0) {
             self.queue
                 .add_after(&key_of(ds), secs(i64::from(min_ready)));
@@ -447,42 +322,13 @@ impl Controller {
         if ds.status.as_ref() == Some(&status) {
             return Ok(());
         }
-        let ns = ds.metadata.namespace.clone().unwrap_or_default();
-        let ds_name = ds.metadata.name.clone().unwrap_or_default();
-        let api: Api<DaemonSet> = Api::namespaced(self.ctx.client.clone(), &ns);
-        let mut next = ds.clone();
-        next.status = Some(status.clone());
-        match api.replace_status(&ds_name, &next).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.is_not_found() => Ok(()),
-            Err(e) if e.is_conflict() => {
-                let Some(mut fresh) = api.get_opt(&ds_name).await.map_err(SyncError::Status)?
-                else {
-                    return Ok(());
-                };
-                let mut status = status;
-                status.collision_count = fresh.status.as_ref().and_then(|s| s.collision_count);
-                fresh.status = Some(status);
-                match api.replace_status(&ds_name, &fresh).await {
-                    Ok(_) => Ok(()),
-                    Err(e) if e.is_not_found() => Ok(()),
-                    Err(e) => Err(SyncError::Status(e)),
-                }
-            }
-            Err(e) => Err(SyncError::Status(e)),
-        }
-    }
-}
-
-/// The server refused because the namespace is terminating: not worth retrying.
-fn namespace_terminating(e: &ClientError) -> bool {
-    matches!(e, ClientError::Api(s) if s.code == 403 && s.message.contains("because it is being terminated"))
-}
-
-/// The server's message of an API error, or the error itself.
-fn e_message(e: &ClientError) -> String {
-    match e {
-        ClientError::Api(s) if !s.message.is_empty() => s.message.clone(),
-        other => other.to_string(),
+        // The collision count is the history's to write: keep what the object holds.
+        owned::replace_status(&self.ctx.client, ds, |next| {
+            let mut status = status.clone();
+            status.collision_count = next.status.as_ref().and_then(|s| s.collision_count);
+            next.status = Some(status);
+        })
+        .await
+        .map_err(SyncError::Status)
     }
 }

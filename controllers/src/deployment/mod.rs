@@ -16,9 +16,9 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use tinykube_client::reflector::{key_of, Notification, Store};
-use tinykube_proto::labels::Selector;
 
-use crate::context::{route, Context, BY_NAMESPACE};
+use crate::context::{route, Context};
+use crate::owned;
 use crate::util::{controller_ref, run_workers};
 use crate::workqueue::WorkQueue;
 
@@ -89,9 +89,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
 
 impl Controller {
     fn enqueue_all(&self) {
-        for d in self.deployments.list() {
-            self.queue.add(&key_of(d.as_ref()));
-        }
+        owned::enqueue_all(&self.deployments, &self.queue);
     }
 
     fn on_deployment(&self, n: Notification<Deployment>) {
@@ -104,41 +102,12 @@ impl Controller {
 
     /// The Deployment a ReplicaSet's controller reference points to, if cached.
     fn owner_of(&self, rs: &ReplicaSet) -> Option<Arc<Deployment>> {
-        let r = controller_ref(&rs.metadata)?;
-        if r.kind != "Deployment" {
-            return None;
-        }
-        let ns = rs.metadata.namespace.as_deref().unwrap_or_default();
-        let d = self.deployments.get(&format!("{ns}/{}", r.name))?;
-        (d.metadata.uid.as_deref() == Some(r.uid.as_str())).then_some(d)
+        owned::resolve(&self.deployments, &rs.metadata)
     }
 
-    /// Deployments whose selector matches an orphan ReplicaSet.
-    fn matching(&self, rs: &ReplicaSet) -> Vec<Arc<Deployment>> {
-        let ns = rs.metadata.namespace.as_deref().unwrap_or_default();
-        let labels = rs.metadata.labels.clone().unwrap_or_default();
-        self.deployments
-            .by_index(BY_NAMESPACE, ns)
-            .into_iter()
-            .filter(|d| {
-                d.spec
-                    .as_ref()
-                    .and_then(|s| Selector::from_label_selector(&s.selector).ok())
-                    .is_some_and(|sel| !sel.is_everything() && sel.matches(&labels))
-            })
-            .collect()
-    }
-
+    /// Queue the ReplicaSet's Deployment, or for an orphan every Deployment that may adopt it.
     fn enqueue_for(&self, rs: &ReplicaSet) {
-        match self.owner_of(rs) {
-            Some(d) => self.queue.add(&key_of(d.as_ref())),
-            None if controller_ref(&rs.metadata).is_none() => {
-                for d in self.matching(rs) {
-                    self.queue.add(&key_of(d.as_ref()));
-                }
-            }
-            None => {}
-        }
+        owned::enqueue_owners(&self.deployments, &self.queue, &rs.metadata);
     }
 
     fn on_replicaset(&self, n: Notification<ReplicaSet>) {

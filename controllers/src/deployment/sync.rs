@@ -3,6 +3,7 @@
 //! `status` and conditions through the status subresource.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, ReplicaSetSpec};
 use serde_json::json;
@@ -13,7 +14,8 @@ use tinykube_proto::labels::Selector;
 use super::util::{self as du, rs_replicas};
 use super::Controller;
 use crate::context::BY_NAMESPACE;
-use crate::util::{adopt_patch, controller_ref, new_controller_ref, object_ref, release_patch};
+use crate::owned::{self, Owner};
+use crate::util::{controller_ref, new_controller_ref, object_ref};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
@@ -113,11 +115,7 @@ impl Controller {
             return Ok(());
         };
         let mut d = (*cached).clone();
-        let selector = d
-            .spec
-            .as_ref()
-            .and_then(|s| Selector::from_label_selector(&s.selector).ok());
-        let Some(selector) = selector.filter(|s| !s.is_everything()) else {
+        let Some(selector) = d.selector().filter(|s| !s.is_everything()) else {
             self.event(
                 &d,
                 EventType::Warning,
@@ -163,60 +161,12 @@ impl Controller {
         d: &Deployment,
         selector: &Selector,
     ) -> Result<Vec<ReplicaSet>, SyncError> {
-        let uid = d.metadata.uid.clone().unwrap_or_default();
-        let ns = d.metadata.namespace.clone().unwrap_or_default();
-        let api = self.rs_api(d);
-        let deleting = d.metadata.deletion_timestamp.is_some();
-        let mut can_adopt = None;
-        let mut owned = Vec::new();
-        for rs in self.replicasets.by_index(BY_NAMESPACE, &ns) {
-            let matches = selector.matches(&rs.metadata.labels.clone().unwrap_or_default());
-            let name = name_of(&rs.metadata);
-            match controller_ref(&rs.metadata) {
-                Some(r) if r.uid != uid => {}
-                Some(_) if matches => owned.push((*rs).clone()),
-                Some(_) => {
-                    if deleting {
-                        continue;
-                    }
-                    match api
-                        .patch(&name, &Patch::Merge(release_patch(&rs.metadata, &uid)))
-                        .await
-                    {
-                        Ok(_) => {}
-                        Err(e) if e.is_not_found() || e.code() == Some(422) => {}
-                        Err(e) => return Err(SyncError::Claim(e)),
-                    }
-                }
-                None => {
-                    if deleting || !matches || rs.metadata.deletion_timestamp.is_some() {
-                        continue;
-                    }
-                    if can_adopt.is_none() {
-                        let fresh = self
-                            .d_api(d)
-                            .get_opt(&name_of(&d.metadata))
-                            .await
-                            .map_err(SyncError::Claim)?;
-                        can_adopt = Some(fresh.is_some_and(|f| {
-                            f.metadata.uid == d.metadata.uid
-                                && f.metadata.deletion_timestamp.is_none()
-                        }));
-                    }
-                    if can_adopt != Some(true) {
-                        continue;
-                    }
-                    let patch =
-                        adopt_patch(&rs.metadata, new_controller_ref::<Deployment>(&d.metadata));
-                    match api.patch(&name, &Patch::Strategic(patch)).await {
-                        Ok(adopted) => owned.push(adopted),
-                        Err(e) if e.is_not_found() => {}
-                        Err(e) => return Err(SyncError::Claim(e)),
-                    }
-                }
-            }
-        }
-        Ok(owned)
+        let ns = d.metadata.namespace.as_deref().unwrap_or_default();
+        let candidates = self.replicasets.by_index(BY_NAMESPACE, ns);
+        let owned = owned::claim(&self.ctx.client, d, selector, candidates)
+            .await
+            .map_err(SyncError::Claim)?;
+        Ok(owned.into_iter().map(Arc::unwrap_or_clone).collect())
     }
 
     /// Upstream's getAllReplicaSetsAndSyncRevision: the new ReplicaSet (created when `create`)

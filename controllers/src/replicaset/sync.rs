@@ -5,20 +5,19 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures::future::join_all;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use tinykube_client::events::EventType;
 use tinykube_client::reflector::key_of;
-use tinykube_client::{Api, ClientError, Patch};
+use tinykube_client::ClientError;
 use tinykube_proto::labels::Selector;
 
 use super::{ranking, Controller};
 use crate::context::BY_NAMESPACE;
+use crate::owned::{self, e_message, Owner, PodError, PodWriter};
 use crate::util::{
-    adopt_patch, controller_ref, is_pod_active, is_pod_available, is_pod_ready, is_pod_terminal,
-    new_controller_ref, object_ref, pod_from_template, release_patch, secs,
+    controller_ref, is_pod_active, is_pod_available, is_pod_ready, is_pod_terminal,
+    new_controller_ref, pod_from_template, secs,
 };
 
 /// Upstream's burstReplicas: at most this many creates or deletes per sync.
@@ -26,12 +25,8 @@ pub const BURST_REPLICAS: usize = 500;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
-    #[error("creating pods: {0}")]
-    Create(#[source] ClientError),
-    #[error("deleting pods: {0}")]
-    Delete(#[source] ClientError),
-    #[error("adopting or releasing pods: {0}")]
-    Claim(#[source] ClientError),
+    #[error(transparent)]
+    Pods(#[from] PodError),
     #[error("updating status: {0}")]
     Status(#[source] ClientError),
 }
@@ -44,11 +39,7 @@ impl Controller {
             return Ok(());
         };
         let needs_sync = self.expectations.satisfied(key);
-        let Some(selector) = rs
-            .spec
-            .as_ref()
-            .and_then(|s| Selector::from_label_selector(&s.selector).ok())
-        else {
+        let Some(selector) = rs.selector() else {
             tracing::warn!(key, "invalid selector; ignoring");
             return Ok(());
         };
@@ -73,11 +64,7 @@ impl Controller {
         }
         let mut status = calculate_status(&rs, &owned, result.as_ref().err());
         status.terminating_replicas = Some(terminating);
-        let min_ready = rs
-            .spec
-            .as_ref()
-            .and_then(|s| s.min_ready_seconds)
-            .unwrap_or(0);
+        let min_ready = rs.min_ready_seconds();
         let (ready, available, replicas) = (
             status.ready_replicas.unwrap_or(0),
             status.available_replicas.unwrap_or(0),
@@ -98,64 +85,8 @@ impl Controller {
         selector: &Selector,
         pods: Vec<Arc<Pod>>,
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
-        let uid = rs.metadata.uid.clone().unwrap_or_default();
-        let ns = rs.metadata.namespace.clone().unwrap_or_default();
-        let api: Api<Pod> = Api::namespaced(self.ctx.client.clone(), &ns);
-        let deleting = rs.metadata.deletion_timestamp.is_some();
-        let mut can_adopt: Option<bool> = None;
-        let mut owned = Vec::new();
-        for pod in pods {
-            let labels = pod.metadata.labels.clone().unwrap_or_default();
-            let matches = selector.matches(&labels);
-            let pod_name = pod.metadata.name.clone().unwrap_or_default();
-            match controller_ref(&pod.metadata) {
-                Some(r) if r.uid != uid => {}
-                Some(_) if matches => owned.push(pod),
-                Some(_) => {
-                    if deleting {
-                        continue;
-                    }
-                    let patch = release_patch(&pod.metadata, &uid);
-                    match api.patch(&pod_name, &Patch::Merge(patch)).await {
-                        Ok(_) => {}
-                        Err(e) if e.is_not_found() || e.code() == Some(422) => {}
-                        Err(e) => return Err(SyncError::Claim(e)),
-                    }
-                }
-                None => {
-                    if deleting || !matches || pod.metadata.deletion_timestamp.is_some() {
-                        continue;
-                    }
-                    if can_adopt.is_none() {
-                        can_adopt = Some(self.can_adopt(rs).await?);
-                    }
-                    if can_adopt != Some(true) {
-                        continue;
-                    }
-                    let patch = adopt_patch(
-                        &pod.metadata,
-                        new_controller_ref::<ReplicaSet>(&rs.metadata),
-                    );
-                    match api.patch(&pod_name, &Patch::Strategic(patch)).await {
-                        Ok(p) => owned.push(Arc::new(p)),
-                        Err(e) if e.is_not_found() => {}
-                        Err(e) => return Err(SyncError::Claim(e)),
-                    }
-                }
-            }
-        }
-        Ok(owned)
-    }
-
-    /// Adopt only if the ReplicaSet, read fresh from the API, is still the same and alive.
-    async fn can_adopt(&self, rs: &ReplicaSet) -> Result<bool, SyncError> {
-        let ns = rs.metadata.namespace.clone().unwrap_or_default();
-        let api: Api<ReplicaSet> = Api::namespaced(self.ctx.client.clone(), &ns);
-        let name = rs.metadata.name.clone().unwrap_or_default();
-        let fresh = api.get_opt(&name).await.map_err(SyncError::Claim)?;
-        Ok(fresh.is_some_and(|f| {
-            f.metadata.uid == rs.metadata.uid && f.metadata.deletion_timestamp.is_none()
-        }))
+        let owned = owned::claim(&self.ctx.client, rs, selector, pods).await;
+        Ok(owned.map_err(PodError::Claim)?)
     }
 
     /// Create or delete pods towards `spec.replicas` (upstream's manageReplicas).
@@ -172,8 +103,7 @@ impl Controller {
             .unwrap_or(1)
             .max(0) as usize;
         let ns = rs.metadata.namespace.clone().unwrap_or_default();
-        let api: Api<Pod> = Api::namespaced(self.ctx.client.clone(), &ns);
-        let regarding = object_ref::<ReplicaSet>(&rs.metadata);
+        let writer = PodWriter::new(&self.ctx.client, &self.recorder, rs, key);
         if owned.len() < want {
             let n = (want - owned.len()).min(BURST_REPLICAS);
             self.expectations.expect_creations(key, n);
@@ -186,98 +116,24 @@ impl Controller {
                 rs.metadata.name.as_deref().unwrap_or_default(),
                 new_controller_ref::<ReplicaSet>(&rs.metadata),
             );
-            let mut created = 0usize;
-            let mut batch = 1usize;
-            let mut failure = None;
-            while created < n && failure.is_none() {
-                let size = batch.min(n - created);
-                let results = join_all((0..size).map(|_| api.create(&pod))).await;
-                for r in results {
-                    match r {
-                        Ok(p) => {
-                            created += 1;
-                            let name = p.metadata.name.unwrap_or_default();
-                            self.record(
-                                &regarding,
-                                EventType::Normal,
-                                "SuccessfulCreate",
-                                format!("Created pod: {name}"),
-                            );
-                        }
-                        Err(e) if namespace_terminating(&e) => created += 1,
-                        Err(e) => {
-                            self.record(
-                                &regarding,
-                                EventType::Warning,
-                                "FailedCreate",
-                                format!("Error creating: {}", e_message(&e)),
-                            );
-                            failure = Some(e);
-                        }
-                    }
-                }
-                batch *= 2;
-            }
-            if let Some(e) = failure {
-                // The creates that were skipped or failed will never be observed.
-                for _ in created..n {
-                    self.expectations.creation_observed(key);
-                }
-                return Err(SyncError::Create(e));
+            // Creates the namespace refused count as done: the ReplicaSet keeps waiting for
+            // them until the expectations expire, as upstream.
+            let created = writer.create(&self.expectations, &vec![pod; n]).await;
+            if let Some(e) = created.failure {
+                return Err(e.into());
             }
         } else if owned.len() > want {
             let n = (owned.len() - want).min(BURST_REPLICAS);
             let victims = ranking::pods_to_delete(owned, n);
             self.expectations
                 .expect_deletions(key, victims.iter().map(|p| key_of(p.as_ref())).collect());
-            let results = join_all(victims.iter().map(|p| {
-                let api = api.clone();
-                async move {
-                    let name = p.metadata.name.clone().unwrap_or_default();
-                    (p, api.delete(&name, None).await)
-                }
-            }))
-            .await;
-            let mut failure = None;
-            for (p, r) in results {
-                let name = p.metadata.name.clone().unwrap_or_default();
-                match r {
-                    Ok(_) => self.record(
-                        &regarding,
-                        EventType::Normal,
-                        "SuccessfulDelete",
-                        format!("Deleted pod: {name}"),
-                    ),
-                    Err(e) => {
-                        self.expectations
-                            .deletion_observed(key, &key_of(p.as_ref()));
-                        if !e.is_not_found() {
-                            self.record(
-                                &regarding,
-                                EventType::Warning,
-                                "FailedDelete",
-                                format!("Error deleting: {}", e_message(&e)),
-                            );
-                            failure = Some(e);
-                        }
-                    }
-                }
-            }
-            if let Some(e) = failure {
-                return Err(SyncError::Delete(e));
-            }
+            let names: Vec<String> = victims
+                .iter()
+                .map(|p| p.metadata.name.clone().unwrap_or_default())
+                .collect();
+            writer.delete(&self.expectations, &names).await?;
         }
         Ok(())
-    }
-
-    fn record(
-        &self,
-        regarding: &k8s_openapi::api::core::v1::ObjectReference,
-        kind: EventType,
-        reason: &'static str,
-        message: String,
-    ) {
-        self.recorder.record(regarding, kind, reason, message);
     }
 
     async fn update_status(
@@ -289,41 +145,11 @@ impl Controller {
         if rs.status.as_ref() == Some(&status) && status.observed_generation == generation {
             return Ok(());
         }
-        let ns = rs.metadata.namespace.clone().unwrap_or_default();
-        let name = rs.metadata.name.clone().unwrap_or_default();
-        let api: Api<ReplicaSet> = Api::namespaced(self.ctx.client.clone(), &ns);
-        let mut next = rs.clone();
-        next.status = Some(status.clone());
-        match api.replace_status(&name, &next).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.is_not_found() => Ok(()),
-            Err(e) if e.is_conflict() => {
-                // One retry on a fresh copy, as upstream.
-                let Some(mut fresh) = api.get_opt(&name).await.map_err(SyncError::Status)? else {
-                    return Ok(());
-                };
-                fresh.status = Some(status);
-                match api.replace_status(&name, &fresh).await {
-                    Ok(_) => Ok(()),
-                    Err(e) if e.is_not_found() => Ok(()),
-                    Err(e) => Err(SyncError::Status(e)),
-                }
-            }
-            Err(e) => Err(SyncError::Status(e)),
-        }
-    }
-}
-
-/// The server refused because the namespace is terminating: not worth retrying.
-fn namespace_terminating(e: &ClientError) -> bool {
-    matches!(e, ClientError::Api(s) if s.code == 403 && s.message.contains("because it is being terminated"))
-}
-
-/// The server's message of an API error, or the error itself.
-pub fn e_message(e: &ClientError) -> String {
-    match e {
-        ClientError::Api(s) if !s.message.is_empty() => s.message.clone(),
-        other => other.to_string(),
+        owned::replace_status(&self.ctx.client, rs, |next| {
+            next.status = Some(status.clone());
+        })
+        .await
+        .map_err(SyncError::Status)
     }
 }
 
@@ -340,11 +166,7 @@ pub fn calculate_status(
         .and_then(|t| t.metadata.as_ref())
         .and_then(|m| m.labels.clone())
         .unwrap_or_default();
-    let min_ready = rs
-        .spec
-        .as_ref()
-        .and_then(|s| s.min_ready_seconds)
-        .unwrap_or(0);
+    let min_ready = rs.min_ready_seconds();
     let now = tinykube_client::now();
     let fully_labeled = owned
         .iter()
@@ -364,8 +186,8 @@ pub fn calculate_status(
     let mut conditions: Vec<ReplicaSetCondition> = status.conditions.take().unwrap_or_default();
     let failed = conditions.iter().any(|c| c.type_ == "ReplicaFailure");
     let reason = match failure {
-        Some(SyncError::Create(e)) => Some(("FailedCreate", e)),
-        Some(SyncError::Delete(e)) => Some(("FailedDelete", e)),
+        Some(SyncError::Pods(PodError::Create(e))) => Some(("FailedCreate", e)),
+        Some(SyncError::Pods(PodError::Delete(e))) => Some(("FailedDelete", e)),
         _ => None,
     };
     match reason {
