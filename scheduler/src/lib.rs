@@ -78,7 +78,7 @@ pub struct Scheduler {
     /// Where the next cycle's filtering starts (see [`schedule_one::feasible_nodes_to_find`]).
     pub next_start_node: std::sync::atomic::AtomicUsize,
     /// Events recorded lately, so that a repeat becomes a series on the first one.
-    pub recent_events: Mutex<HashMap<EventKey, RecentEvent>>,
+    pub recent_events: Mutex<RecentEvents>,
 }
 
 /// What makes two events the same (upstream's isomorphic events): namespace, pod, related pod,
@@ -86,7 +86,7 @@ pub struct Scheduler {
 type EventKey = (String, String, String, String, String, String, String);
 
 /// An event already written: its name, how often it happened, and since when.
-pub struct RecentEvent {
+struct RecentEvent {
     name: String,
     count: i32,
     first: std::time::Instant,
@@ -94,6 +94,52 @@ pub struct RecentEvent {
 
 /// How long a repeat joins the earlier event's series (upstream's 6 minutes).
 const EVENT_SERIES_WINDOW: std::time::Duration = std::time::Duration::from_secs(360);
+/// How often expired entries are swept (not on every event: one per scheduled pod).
+const EVENT_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The events of the last [`EVENT_SERIES_WINDOW`], by what makes them the same.
+pub struct RecentEvents {
+    by_key: HashMap<EventKey, RecentEvent>,
+    swept: std::time::Instant,
+}
+
+impl Default for RecentEvents {
+    fn default() -> Self {
+        RecentEvents {
+            by_key: HashMap::new(),
+            swept: std::time::Instant::now(),
+        }
+    }
+}
+
+impl RecentEvents {
+    /// A repeat of a recent event: its name and the new count.
+    fn repeat(&mut self, key: &EventKey) -> Option<(String, i32)> {
+        if self.swept.elapsed() > EVENT_SWEEP_EVERY {
+            self.by_key
+                .retain(|_, e| e.first.elapsed() < EVENT_SERIES_WINDOW);
+            self.swept = std::time::Instant::now();
+        }
+        let e = self.by_key.get_mut(key)?;
+        if e.first.elapsed() >= EVENT_SERIES_WINDOW {
+            self.by_key.remove(key);
+            return None;
+        }
+        e.count += 1;
+        Some((e.name.clone(), e.count))
+    }
+
+    fn remember(&mut self, key: EventKey, name: String) {
+        self.by_key.insert(
+            key,
+            RecentEvent {
+                name,
+                count: 1,
+                first: std::time::Instant::now(),
+            },
+        );
+    }
+}
 
 impl Scheduler {
     fn responsible_for(&self, pod: &Pod) -> bool {
@@ -141,14 +187,11 @@ impl Scheduler {
         let events = Api::<Event>::namespaced(self.client.clone(), &ns);
         // A repeat within the window counts on the first event (`series`), as upstream's
         // events.k8s.io recorder does; kubectl shows it as "(x2 over 10s)".
-        let repeat = {
-            let mut recent = self.recent_events.lock().unwrap_or_else(|e| e.into_inner());
-            recent.retain(|_, e| e.first.elapsed() < EVENT_SERIES_WINDOW);
-            recent.get_mut(&key).map(|e| {
-                e.count += 1;
-                (e.name.clone(), e.count)
-            })
-        };
+        let repeat = self
+            .recent_events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .repeat(&key);
         if let Some((name, count)) = repeat {
             let series = json!({"series": {"count": count, "lastObservedTime": MicroTime(now)}});
             match events.patch(&name, &Patch::Merge(series)).await {
@@ -199,17 +242,11 @@ impl Scheduler {
             ..Default::default()
         };
         match events.create(&event).await {
-            Ok(_) => {
-                let mut recent = self.recent_events.lock().unwrap_or_else(|e| e.into_inner());
-                recent.insert(
-                    key,
-                    RecentEvent {
-                        name,
-                        count: 1,
-                        first: std::time::Instant::now(),
-                    },
-                );
-            }
+            Ok(_) => self
+                .recent_events
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remember(key, name),
             Err(e) => tracing::warn!(error = %e, reason, "could not record event"),
         }
     }
@@ -285,7 +322,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         host: config.host,
         metrics: metrics::Metrics::default(),
         next_start_node: Default::default(),
-        recent_events: Mutex::new(HashMap::new()),
+        recent_events: Mutex::new(RecentEvents::default()),
         binding_slots: Arc::new(tokio::sync::Semaphore::new(binding::MAX_BINDINGS_IN_FLIGHT)),
     });
     if let Some(addr) = config.health_addr {
@@ -418,4 +455,31 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), t).await;
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_count_on_the_first_event() {
+        let key = |msg: &str| -> EventKey {
+            let s = |v: &str| v.to_string();
+            (
+                s("default"),
+                s("uid-1"),
+                s(""),
+                s("default-scheduler"),
+                s("FailedScheduling"),
+                s("Scheduling"),
+                s(msg),
+            )
+        };
+        let mut recent = RecentEvents::default();
+        assert_eq!(recent.repeat(&key("no room")), None);
+        recent.remember(key("no room"), "big.1".into());
+        assert_eq!(recent.repeat(&key("no room")), Some(("big.1".into(), 2)));
+        assert_eq!(recent.repeat(&key("no room")), Some(("big.1".into(), 3)));
+        assert_eq!(recent.repeat(&key("another reason")), None);
+    }
 }
