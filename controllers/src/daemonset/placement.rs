@@ -2,6 +2,9 @@
 //! a DaemonSet creates for a node: the template with the default daemon tolerations and the
 //! required node affinity pinned to that node (ReplaceDaemonSetPodNodeNameNodeAffinity).
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
     PodSpec, Taint, Toleration,
@@ -114,11 +117,20 @@ pub fn target_node(pod: &Pod) -> Option<String> {
     })
 }
 
+/// The DaemonSet's pod template spec (empty when unset).
+pub fn template_spec(ds: &DaemonSet) -> PodSpec {
+    ds.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .unwrap_or_default()
+}
+
 /// nodeSelector and required node affinity (terms ORed) admit the node.
 pub fn fits_affinity(spec: &PodSpec, node: &Node) -> bool {
-    let labels = node.metadata.labels.clone().unwrap_or_default();
+    let none = BTreeMap::new();
+    let labels = node.metadata.labels.as_ref().unwrap_or(&none);
     let name = node.metadata.name.as_deref().unwrap_or_default();
-    node_affinity::required_matches(spec, &labels, name)
+    node_affinity::required_matches(spec, labels, name)
 }
 
 /// The first taint with one of `effects` that no toleration tolerates.

@@ -10,8 +10,9 @@ use k8s_openapi::api::core::v1::{Node, Pod, PodTemplateSpec};
 use k8s_openapi::jiff::Timestamp;
 
 use super::history::HASH_LABEL;
-use super::placement::{add_daemon_tolerations, node_should_run, target_node};
+use super::placement::{add_daemon_tolerations, node_should_run, target_node, template_spec};
 use super::update::{self, GENERATION_LABEL};
+use crate::owned::Owner;
 use crate::util::{is_pod_available, is_pod_ready, is_pod_terminal};
 
 /// The annotation the API server keeps the template generation in, upstream.
@@ -107,16 +108,8 @@ pub fn calculate_status(
     observe_generation: bool,
     now: Timestamp,
 ) -> DaemonSetStatus {
-    let template = ds
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.clone())
-        .unwrap_or_default();
-    let min_ready = ds
-        .spec
-        .as_ref()
-        .and_then(|s| s.min_ready_seconds)
-        .unwrap_or(0);
+    let template = template_spec(ds);
+    let min_ready = ds.min_ready_seconds();
     let generation = template_generation(ds);
     let (mut desired, mut current, mut mis, mut ready, mut updated, mut available) =
         (0, 0, 0, 0, 0, 0);

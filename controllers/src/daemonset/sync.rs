@@ -14,7 +14,7 @@ use tinykube_client::ClientError;
 use tinykube_proto::labels::Selector;
 
 use super::history::revision_hash;
-use super::placement::{node_should_run, pin_to_node};
+use super::placement::{node_should_run, pin_to_node, template_spec};
 use super::status::{calculate_status, name, node_pods, pod_template, template_generation};
 use super::update;
 use super::Controller;
@@ -103,11 +103,7 @@ impl Controller {
         hash: &str,
     ) -> Result<(), SyncError> {
         let map = node_pods(pods, false);
-        let template = ds
-            .spec
-            .as_ref()
-            .and_then(|s| s.template.spec.clone())
-            .unwrap_or_default();
+        let template = template_spec(ds);
         let min_ready = ds.min_ready_seconds();
         let surge = update::allows_surge(ds);
         let now = tinykube_client::now();
@@ -264,11 +260,7 @@ impl Controller {
         hash: &str,
     ) -> Result<(), SyncError> {
         let mut map = node_pods(pods, false);
-        let template = ds
-            .spec
-            .as_ref()
-            .and_then(|s| s.template.spec.clone())
-            .unwrap_or_default();
+        let template = template_spec(ds);
         let mut should_run = HashSet::new();
         for node in nodes {
             if node_should_run(&template, node).should_run {

@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Namespace;
 use tinykube_client::reflector::{Notification, Store};
 
-use crate::context::{forward, Context};
+use crate::context::{route, Context};
 use crate::util::run_workers;
 use crate::workqueue::WorkQueue;
 
@@ -41,20 +41,12 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
             tracing::error!("namespace controller started after the informers");
             return;
         };
-        let handler = {
-            let c2 = c.clone();
-            let resync = c.clone();
-            forward(
-                events,
-                move |n| match n {
-                    Notification::Add(ns) | Notification::Update { new: ns, .. } => {
-                        c2.consider(&ns)
-                    }
-                    Notification::Delete(_) => {}
-                },
-                move || resync.enqueue_all(),
-            )
-        };
+        let handler = route(
+            events,
+            &c,
+            Controller::on_namespace,
+            Controller::enqueue_all,
+        );
         let run = {
             let c = c.clone();
             async move {
@@ -73,6 +65,12 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
 }
 
 impl Controller {
+    fn on_namespace(&self, n: Notification<Namespace>) {
+        if let Notification::Add(ns) | Notification::Update { new: ns, .. } = n {
+            self.consider(&ns);
+        }
+    }
+
     fn consider(&self, ns: &Namespace) {
         if ns.metadata.deletion_timestamp.is_some() {
             if let Some(name) = &ns.metadata.name {

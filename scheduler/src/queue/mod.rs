@@ -95,19 +95,25 @@ impl Queue {
         self.move_back(Unschedulable::drain_waiting_for_pods);
     }
 
+    /// Move the pods `take` picks to backoff; the popper is woken only when some moved (every
+    /// binding calls this, nearly always with nothing parked).
     fn move_back(&self, take: fn(&mut Unschedulable) -> Vec<(String, i32)>) {
-        self.with(|p| {
+        let moved = self.with(|p| {
             let now = Instant::now();
-            for (key, priority) in take(&mut p.unschedulable) {
-                let n = p.attempts.get(&key).copied().unwrap_or(1);
+            let moved = take(&mut p.unschedulable);
+            for (key, priority) in &moved {
+                let n = p.attempts.get(key).copied().unwrap_or(1);
                 p.backoff.push(
-                    &key,
-                    priority,
+                    key,
+                    *priority,
                     now + backoff::delay(n).min(backoff::INITIAL),
                 );
             }
+            !moved.is_empty()
         });
-        self.wake.notify_one();
+        if moved {
+            self.wake.notify_one();
+        }
     }
 
     /// The next pod to schedule; waits until one is ready.
