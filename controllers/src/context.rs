@@ -103,6 +103,11 @@ pub struct Options {
     pub concurrent_gc_syncs: usize,
     pub node_monitor_period: std::time::Duration,
     pub node_monitor_grace_period: std::time::Duration,
+    /// Terminated pods kept before the pod garbage collector deletes the oldest (0: never).
+    pub terminated_pod_gc_threshold: usize,
+    /// How often the pod garbage collector looks (its quarantine of missing nodes is twice
+    /// this).
+    pub pod_gc_check_period: std::time::Duration,
 }
 
 impl Default for Options {
@@ -113,6 +118,8 @@ impl Default for Options {
             concurrent_gc_syncs: 20,
             node_monitor_period: std::time::Duration::from_secs(5),
             node_monitor_grace_period: std::time::Duration::from_secs(40),
+            terminated_pod_gc_threshold: 12500,
+            pod_gc_check_period: std::time::Duration::from_secs(20),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! tinykube-controller-manager: the controllers that make workloads happen (ReplicaSet, DaemonSet,
-//! Deployment, garbage collector, namespace lifecycle, node lifecycle, disruption budgets), each
-//! a reconcile loop over shared informer caches with a rate-limited work queue keyed by object.
+//! Deployment, the garbage collectors of owned objects and of pods, namespace lifecycle, node
+//! lifecycle, disruption budgets, node TTLs), each a reconcile loop over shared informer caches
+//! with a rate-limited work queue keyed by object.
 //!
 //! One entry, [`run`]. It campaigns for the `kube-controller-manager` Lease when asked to,
 //! builds the shared [`context::Context`], starts every enabled controller of the
@@ -16,6 +17,7 @@ pub mod garbagecollector;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod owned;
+pub mod podgc;
 pub mod registry;
 pub mod replicaset;
 pub mod ttl;

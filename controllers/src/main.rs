@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use clap::Parser;
 
-/// Runs the controllers that drive workloads to their desired state (ReplicaSet, Deployment,
-/// garbage collector, namespace lifecycle), as upstream's kube-controller-manager.
+/// Runs the controllers that drive the cluster to its desired state (ReplicaSet, Deployment,
+/// DaemonSet, garbage collectors, namespace and node lifecycle, disruption budgets), as
+/// upstream's kube-controller-manager.
 #[derive(Parser, Debug)]
 #[command(name = "tinykube-controller-manager", version)]
 struct Flags {
@@ -18,7 +19,8 @@ struct Flags {
     #[arg(long)]
     master: Option<String>,
     /// Controllers to run: '*' enables all, 'foo' enables foo, '-foo' disables foo. Known:
-    /// replicaset, deployment, daemonset, garbagecollector, namespace, nodelifecycle.
+    /// replicaset, deployment, daemonset, garbagecollector, namespace, nodelifecycle,
+    /// disruption, ttl, podgc.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Campaign for leadership on the kube-controller-manager Lease and run only while leading.
@@ -45,6 +47,13 @@ struct Flags {
     /// How long a node may go without a heartbeat before it is marked unhealthy.
     #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "40s")]
     node_monitor_grace_period: Duration,
+    /// Terminated pods kept before the pod garbage collector deletes the oldest; 0 keeps them all.
+    #[arg(long, default_value_t = 12500)]
+    terminated_pod_gc_threshold: usize,
+    /// How often the pod garbage collector runs (tinykube's own flag; upstream's is fixed at
+    /// 20s). Pods bound to a deleted node go after twice this.
+    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "20s")]
+    pod_gc_check_period: Duration,
     /// Deployments synced at once.
     #[arg(long, default_value_t = 5)]
     concurrent_deployment_syncs: usize,
@@ -102,6 +111,8 @@ async fn main() {
             concurrent_gc_syncs: flags.concurrent_gc_syncs,
             node_monitor_period: flags.node_monitor_period,
             node_monitor_grace_period: flags.node_monitor_grace_period,
+            terminated_pod_gc_threshold: flags.terminated_pod_gc_threshold,
+            pod_gc_check_period: flags.pod_gc_check_period,
         },
     };
     let shutdown = tinykube_cli::shutdown_on_signal();

@@ -55,6 +55,10 @@ pub const CONTROLLERS: &[Entry] = &[
         name: "ttl",
         start: Some(crate::ttl::start),
     },
+    Entry {
+        name: "podgc",
+        start: Some(crate::podgc::start),
+    },
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

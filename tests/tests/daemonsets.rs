@@ -97,7 +97,15 @@ fn fluentd_runs_one_pod_per_node_including_the_tainted_master() {
     let server = ApiServer::start().unwrap();
     ready_nodes(&server, 3, true);
     let _sched = Scheduler::start(&server, &[]).unwrap();
-    let _cm = ControllerManager::start(&server, &["--controllers=daemonset"]).unwrap();
+    // The pod garbage collector deletes the pod of a deleted node (at the end).
+    let _cm = ControllerManager::start(
+        &server,
+        &[
+            "--controllers=daemonset,podgc",
+            "--pod-gc-check-period=500ms",
+        ],
+    )
+    .unwrap();
     let file = tinykube_tests::manifest(&server.scratch(), "daemonset.yaml", FLUENTD);
     let out = server.kubectl(&["apply", "-f", file.to_str().unwrap()]);
     assert_eq!(
@@ -174,7 +182,7 @@ fn fluentd_runs_one_pod_per_node_including_the_tainted_master() {
         events.stdout
     );
 
-    // A new node gets a pod; a deleted node loses it.
+    // A new node gets a pod; a deleted node loses it (to the pod garbage collector).
     ready_nodes_named(&server, "worker3");
     assert!(eventually(T, || nodes_of(&server, "kube-system", sel)
         .contains(&"worker3".to_string())));

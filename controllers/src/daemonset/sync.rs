@@ -157,12 +157,16 @@ impl Controller {
                 }
             }
         }
-        // Pods for nodes that are gone (tinykube has no pod GC for bound ones either).
+        // Unscheduled pods meant for nodes that are gone (upstream's
+        // getUnscheduledPodsWithoutNode); the pod garbage collector deletes bound ones.
         for (node, here) in &map {
             if !known.contains(node) {
                 delete.extend(
                     here.iter()
-                        .filter(|p| p.metadata.deletion_timestamp.is_none())
+                        .filter(|p| {
+                            p.metadata.deletion_timestamp.is_none()
+                                && p.spec.as_ref().is_none_or(|s| s.node_name.is_none())
+                        })
                         .map(|p| name(p)),
                 );
             }
