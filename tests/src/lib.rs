@@ -176,6 +176,39 @@ impl ApiServer {
     pub fn http(&self) -> reqwest::blocking::Client {
         reqwest::blocking::Client::new()
     }
+
+    /// The events a watch request answers (`PATH?watch=1&…&timeoutSeconds=N`: it must end),
+    /// each parsed; the answer must be a 200.
+    #[track_caller]
+    pub fn watch_events(&self, path: &str) -> Vec<serde_json::Value> {
+        let resp = self
+            .http()
+            .get(format!("{}{path}", self.url))
+            .send()
+            .expect("the watch request is answered");
+        assert_eq!(resp.status().as_u16(), 200, "watch {path}");
+        BufReader::new(resp)
+            .lines()
+            .map_while(Result::ok)
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_str(&l).expect("a JSON watch event"))
+            .collect()
+    }
+
+    /// `kubectl patch RESOURCE NAME --subresource=status --type=merge -p PATCH`, which must work.
+    #[track_caller]
+    pub fn patch_status(&self, resource: &str, name: &str, patch: &str) {
+        self.kubectl(&[
+            "patch",
+            resource,
+            name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            patch,
+        ])
+        .ok();
+    }
 }
 
 impl Drop for ApiServer {
@@ -407,17 +440,7 @@ pub fn ready_nodes(server: &ApiServer, workers: usize, master: bool) {
             .kubectl_stdin(&["create", "-f", "-"], Some(&yaml))
             .ok();
         let status = r#"{"status":{"capacity":{"cpu":"4","memory":"8Gi","pods":"110"},"allocatable":{"cpu":"4","memory":"8Gi","pods":"110"},"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status"}]}}"#;
-        server
-            .kubectl(&[
-                "patch",
-                "node",
-                name,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                status,
-            ])
-            .ok();
+        server.patch_status("node", name, status);
         // The API server taints every new node not-ready (TaintNodesByCondition); upstream's
         // node-lifecycle controller lifts it once the node reports Ready. Until tinykube's
         // controller manager runs in these tests, the helper lifts it the same way.

@@ -2,8 +2,6 @@
 //! spec/status split and generation, binding, eviction against a PodDisruptionBudget, scale,
 //! and 410 for a watch from a revision the server no longer has.
 
-use std::io::{BufRead, BufReader};
-
 use serde_json::{json, Value};
 use tinykube_tests::ApiServer;
 
@@ -238,20 +236,9 @@ fn watches_from_forgotten_revisions_get_410_and_initial_events_end_with_a_bookma
         - 1)
     .to_string();
     server.restart().unwrap();
-    let http = server.http();
-    let resp = http
-        .get(format!(
-            "{}{PODS}?watch=1&resourceVersion={old}&timeoutSeconds=1",
-            server.url
-        ))
-        .send()
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 200);
-    let events: Vec<Value> = BufReader::new(resp)
-        .lines()
-        .map_while(Result::ok)
-        .map(|l| serde_json::from_str(&l).unwrap())
-        .collect();
+    let events = server.watch_events(&format!(
+        "{PODS}?watch=1&resourceVersion={old}&timeoutSeconds=1"
+    ));
     assert_eq!(events.len(), 1);
     assert_eq!(events[0]["type"], "ERROR");
     assert_eq!(events[0]["object"]["code"], 410);
@@ -261,18 +248,9 @@ fn watches_from_forgotten_revisions_get_410_and_initial_events_end_with_a_bookma
         .unwrap()
         .starts_with(&format!("too old resource version: {old} (")));
 
-    let resp = http
-        .get(format!(
-            "{}{PODS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1",
-            server.url
-        ))
-        .send()
-        .unwrap();
-    let events: Vec<Value> = BufReader::new(resp)
-        .lines()
-        .map_while(Result::ok)
-        .map(|l| serde_json::from_str(&l).unwrap())
-        .collect();
+    let events = server.watch_events(&format!(
+        "{PODS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1"
+    ));
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(types, ["ADDED", "ADDED", "BOOKMARK"]);
     assert_eq!(events[0]["object"]["metadata"]["name"], "a");

@@ -454,17 +454,7 @@ fn failed_pods_are_replaced_and_a_restarted_manager_makes_no_duplicates() {
         .ok();
     assert!(eventually(T, || agent_pods(&server).len() == 4));
     let (victim, node) = agent_pods(&server).remove(0);
-    server
-        .kubectl(&[
-            "patch",
-            "pod",
-            &victim,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            r#"{"status":{"phase":"Failed"}}"#,
-        ])
-        .ok();
+    server.patch_status("pod", &victim, r#"{"status":{"phase":"Failed"}}"#);
     let want =
         format!("Found failed daemon pod default/{victim} on node {node}, will try to kill it");
     assert!(eventually(T, || {

@@ -134,17 +134,7 @@ fn condition_taints_follow_readiness_and_cordoning() {
         let patch = format!(
             r#"{{"status":{{"conditions":[{{"type":"Ready","status":"{status}","reason":"KubeletReady","message":"kubelet is posting ready status"}}]}}}}"#
         );
-        server
-            .kubectl(&[
-                "patch",
-                "node",
-                "worker0",
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                &patch,
-            ])
-            .ok();
+        server.patch_status("node", "worker0", &patch);
     };
     set_ready("False");
     assert!(

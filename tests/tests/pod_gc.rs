@@ -3,7 +3,6 @@
 //! beyond `--terminated-pod-gc-threshold` go oldest first; a pod stuck Terminating on a node
 //! that is down and tainted `node.kubernetes.io/out-of-service` is force-deleted.
 
-use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -93,20 +92,9 @@ fn pods_of_a_deleted_node_are_failed_deleted_and_replaced() {
     );
 
     // What a watcher saw of the orphan: marked Failed with upstream's condition, then deleted.
-    let resp = server
-        .http()
-        .get(format!(
-            "{}/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3D{doomed}&timeoutSeconds=1",
-            server.url
-        ))
-        .send()
-        .unwrap();
-    let events: Vec<Value> = BufReader::new(resp)
-        .lines()
-        .map_while(Result::ok)
-        .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_str(&l).unwrap())
-        .collect();
+    let events = server.watch_events(&format!(
+        "/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3D{doomed}&timeoutSeconds=1"
+    ));
     let failed = events
         .iter()
         .find(|e| e["type"] == "MODIFIED" && e["object"]["status"]["phase"] == "Failed")
@@ -148,17 +136,7 @@ fn terminated_pods_beyond_the_threshold_go_oldest_first() {
             .ok();
     }
     for name in ["p1", "p2", "p3", "p4"] {
-        server
-            .kubectl(&[
-                "patch",
-                "pod",
-                name,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                r#"{"status":{"phase":"Succeeded"}}"#,
-            ])
-            .ok();
+        server.patch_status("pod", name, r#"{"status":{"phase":"Succeeded"}}"#);
     }
     let want = ["pod/p3", "pod/p4", "pod/running"];
     assert!(
@@ -197,17 +175,11 @@ fn terminating_pods_of_an_out_of_service_node_are_force_deleted() {
     assert!(out.ok().contains("Terminating"), "{}", out.ok());
 
     // The node shut down (not Ready) and an admin says it won't come back.
-    server
-        .kubectl(&[
-            "patch",
-            "node",
-            "worker0",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            r#"{"status":{"conditions":[{"type":"Ready","status":"False","reason":"KubeletNotReady","message":"node is shutting down"}]}}"#,
-        ])
-        .ok();
+    server.patch_status(
+        "node",
+        "worker0",
+        r#"{"status":{"conditions":[{"type":"Ready","status":"False","reason":"KubeletNotReady","message":"node is shutting down"}]}}"#,
+    );
     server
         .kubectl(&[
             "taint",

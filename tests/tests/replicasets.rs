@@ -304,17 +304,7 @@ fn pods_become_available_after_min_ready_seconds() {
     let status = format!(
         r#"{{"status":{{"phase":"Running","conditions":[{{"type":"Ready","status":"True","lastTransitionTime":"{now}"}}]}}}}"#
     );
-    server
-        .kubectl(&[
-            "patch",
-            "pod",
-            &pod,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &status,
-        ])
-        .ok();
+    server.patch_status("pod", &pod, &status);
     let counts = || {
         server
             .kubectl(&[

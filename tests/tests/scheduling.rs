@@ -728,17 +728,7 @@ fn preemption_spares_pods_a_disruption_budget_protects() {
         .kubectl_stdin(&["apply", "-f", "-"], Some(budget))
         .ok();
     let status = r#"{"status":{"disruptionsAllowed":0,"currentHealthy":1,"desiredHealthy":1,"expectedPods":1,"observedGeneration":1}}"#;
-    server
-        .kubectl(&[
-            "patch",
-            "pdb",
-            "web",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            status,
-        ])
-        .ok();
+    server.patch_status("pdb", "web", status);
 
     // Each node is filled by one low-priority pod; db-0 started first, so without a budget
     // the more recent web-0 would be the cheaper victim.
@@ -752,17 +742,7 @@ fn preemption_spares_pods_a_disruption_budget_protects() {
             .ok();
         placed.push(scheduled(&server, name));
         let status = format!(r#"{{"status":{{"startTime":"{started}"}}}}"#);
-        server
-            .kubectl(&[
-                "patch",
-                "pod",
-                name,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                &status,
-            ])
-            .ok();
+        server.patch_status("pod", name, &status);
     }
     let [db_node, web_node] = [placed[0].clone(), placed[1].clone()];
 

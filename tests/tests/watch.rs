@@ -134,19 +134,9 @@ fn resumed_watch_sees_every_event_once_in_order() {
         .unwrap();
     assert!(deleted["metadata"]["name"] == "p2");
 
-    let resp = http
-        .get(format!(
-            "{pods}?watch=true&resourceVersion={start_rv}&timeoutSeconds=2"
-        ))
-        .send()
-        .unwrap();
-    assert!(resp.status().is_success());
-    let events: Vec<Value> = BufReader::new(resp)
-        .lines()
-        .map_while(Result::ok)
-        .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_str(&l).unwrap())
-        .collect();
+    let events = server.watch_events(&format!(
+        "/api/v1/namespaces/default/pods?watch=true&resourceVersion={start_rv}&timeoutSeconds=2"
+    ));
     let got: Vec<(String, String)> = events
         .iter()
         .map(|e| {
@@ -196,21 +186,12 @@ fn label_selected_watch_sees_objects_enter_and_leave() {
     };
     label("front");
     label("back");
-    let resp = http
-        .get(format!(
-            "{pods}?watch=1&resourceVersion={rv}&labelSelector=tier%3Dfront&timeoutSeconds=1"
+    let types: Vec<String> = server
+        .watch_events(&format!(
+            "/api/v1/namespaces/default/pods?watch=1&resourceVersion={rv}&labelSelector=tier%3Dfront&timeoutSeconds=1"
         ))
-        .send()
-        .unwrap();
-    let types: Vec<String> = BufReader::new(resp)
-        .lines()
-        .map_while(Result::ok)
-        .map(|l| {
-            serde_json::from_str::<Value>(&l).unwrap()["type"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(types, ["ADDED", "DELETED"]);
 }
