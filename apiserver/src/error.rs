@@ -111,6 +111,13 @@ pub enum ApiError {
     /// than one budget): only a code and a message, no reason.
     #[error("{message}")]
     Failure { code: StatusCode, message: String },
+    /// 409 for a server-side apply that would change fields other managers own; each cause
+    /// is a (message, field) pair with reason FieldManagerConflict.
+    #[error("{message}")]
+    ApplyConflict {
+        message: String,
+        causes: Vec<(String, String)>,
+    },
 }
 
 impl ApiError {
@@ -142,7 +149,9 @@ impl ApiError {
     pub fn code(&self) -> StatusCode {
         match self {
             ApiError::NotFound { .. } | ApiError::NoSuchResource => StatusCode::NOT_FOUND,
-            ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::AlreadyExists { .. }
+            | ApiError::Conflict { .. }
+            | ApiError::ApplyConflict { .. } => StatusCode::CONFLICT,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Forbidden(_) | ApiError::ForbiddenNamed { .. } => StatusCode::FORBIDDEN,
@@ -163,7 +172,7 @@ impl ApiError {
         match self {
             ApiError::NotFound { .. } | ApiError::NoSuchResource => "NotFound",
             ApiError::AlreadyExists { .. } => "AlreadyExists",
-            ApiError::Conflict { .. } => "Conflict",
+            ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => "Conflict",
             ApiError::Invalid { .. } => "Invalid",
             ApiError::BadRequest(_) => "BadRequest",
             ApiError::Forbidden(_) | ApiError::ForbiddenNamed { .. } => "Forbidden",
@@ -223,6 +232,15 @@ impl ApiError {
                     d.insert("retryAfterSeconds".into(), (*retry_after).into());
                 }
                 Some(Value::Object(d))
+            }
+            ApiError::ApplyConflict { causes, .. } => {
+                let causes: Vec<Value> = causes
+                    .iter()
+                    .map(|(message, field)| {
+                        json!({"reason": "FieldManagerConflict", "message": message, "field": field})
+                    })
+                    .collect();
+                Some(json!({ "causes": causes }))
             }
             _ => None,
         }

@@ -8,6 +8,7 @@ mod admission;
 mod convert;
 mod discovery;
 mod error;
+mod fieldmanager;
 mod filter;
 pub mod handlers;
 mod object;

@@ -70,6 +70,7 @@ pub struct Query {
     pub dry_run: Option<String>,
     pub field_validation: Option<String>,
     pub field_manager: Option<String>,
+    pub force: Option<String>,
     pub grace_period_seconds: Option<String>,
     pub propagation_policy: Option<String>,
     pub orphan_dependents: Option<String>,

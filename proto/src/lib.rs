@@ -6,6 +6,7 @@
 pub mod duration;
 pub mod fields;
 pub mod labels;
+pub mod managed;
 pub mod node_affinity;
 pub mod patch;
 pub mod quantity;

@@ -1,6 +1,7 @@
 //! Request dispatch: one entry point that reads the path, authenticates, and hands the request
 //! to the handler of its verb. Also the JSON response helpers every handler uses.
 
+mod apply;
 mod delete;
 mod eviction;
 mod read;

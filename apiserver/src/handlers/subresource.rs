@@ -205,6 +205,7 @@ pub async fn update_scale(ctx: Ctx, body: &[u8], is_patch: bool) -> ApiResult<Re
     let name = ctx.target.name.clone().unwrap_or_default();
     let ns = ctx.target.namespace.clone();
     let format = body_format(&ctx.headers)?;
+    let manager = super::write::manager_of(&ctx);
     let doc: Value = serde_json::from_slice(body).map_err(|e| {
         ApiError::BadRequest(format!(
             "error decoding body: {}",
@@ -259,7 +260,13 @@ pub async fn update_scale(ctx: Ctx, body: &[u8], is_patch: bool) -> ApiResult<Re
             if let Some(spec) = next.get_mut("spec").and_then(Value::as_object_mut) {
                 spec.insert("replicas".into(), replicas.into());
             }
-            super::write::apply_update(info, None, &current, next)
+            super::write::apply_update(
+                info,
+                None,
+                &current,
+                next,
+                super::write::Track::Update(&manager, Some("scale")),
+            )
         })
         .await?;
     Ok(json_response(

@@ -11,6 +11,7 @@ use super::{json_response, with_warnings, Ctx};
 use crate::admission;
 use crate::convert;
 use crate::error::{ApiError, ApiResult};
+use crate::fieldmanager::{self, Manager};
 use crate::object::{self, meta_mut};
 use crate::registry::{self, field::FieldError};
 use crate::request::{body_format, decode_body, BodyFormat};
@@ -158,7 +159,7 @@ fn decode_object(ctx: &Ctx, body: &[u8]) -> ApiResult<(Value, Vec<String>)> {
 }
 
 /// The object's namespace must be the request's (or unset, and then it is set).
-fn place_in_namespace(ctx: &Ctx, obj: &mut Value) -> ApiResult<()> {
+pub(super) fn place_in_namespace(ctx: &Ctx, obj: &mut Value) -> ApiResult<()> {
     let meta = meta_mut(obj);
     if ctx.target.info.namespaced {
         let ns = ctx
@@ -204,10 +205,51 @@ fn fill_system_metadata(info: &ResourceInfo, obj: &mut Value) {
     );
 }
 
+/// How a write records its manager in `metadata.managedFields`.
+#[derive(Clone, Copy)]
+pub enum Track<'a> {
+    /// An update-type write by this manager, recorded under this subresource (`None`: the main
+    /// resource).
+    Update(&'a Manager, Option<&'a str>),
+    /// Server-side apply already set the entries.
+    Applied,
+    /// Not recorded (`namespaces/finalize`).
+    Untracked,
+}
+
+/// How a PUT or PATCH of the main resource or `sub` is recorded.
+fn track_of<'a>(manager: &'a Manager, sub: Option<&'a str>) -> Track<'a> {
+    match sub {
+        None | Some("status") => Track::Update(manager, sub),
+        _ => Track::Untracked,
+    }
+}
+
+/// The request's manager, for an update-type write of the target (sub)resource.
+pub(super) fn manager_of(ctx: &Ctx) -> Manager {
+    Manager::of(
+        ctx.target.info,
+        ctx.query.field_manager.as_deref(),
+        &ctx.headers,
+    )
+}
+
 pub async fn create(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
+    let (obj, warnings) = decode_object(&ctx, body)?;
+    let manager = manager_of(&ctx);
+    create_object(&ctx, obj, warnings, Track::Update(&manager, None)).await
+}
+
+/// Create a decoded object: server metadata, defaults, admission, validation, then store (or,
+/// for a dry run, only answer). A `generateName` gets a fresh suffix until the name is free.
+pub(super) async fn create_object(
+    ctx: &Ctx,
+    mut obj: Value,
+    mut warnings: Vec<String>,
+    track: Track<'_>,
+) -> ApiResult<Response> {
     let info = ctx.target.info;
     let dry_run = ctx.query.is_dry_run()?;
-    let (mut obj, mut warnings) = decode_object(&ctx, body)?;
     let generate_name = object::meta_str(&obj, "generateName")
         .unwrap_or("")
         .to_string();
@@ -240,6 +282,9 @@ pub async fn create(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         if attempt == 0 {
             warnings.extend(strategy.warnings(&candidate));
         }
+        if let Track::Update(manager, sub) = track {
+            fieldmanager::record_update(info, manager, sub, None, &mut candidate);
+        }
         if dry_run {
             let out = convert::outgoing(info, candidate);
             return Ok(with_warnings(
@@ -269,12 +314,14 @@ pub async fn create(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
 }
 
 /// The update rules shared by PUT and PATCH: preconditions, server-owned metadata, the kind's
-/// strategy for the main resource or a subresource, generation, and the no-op check.
+/// strategy for the main resource or a subresource, generation, managedFields, and the no-op
+/// check.
 pub fn apply_update(
     info: &ResourceInfo,
     subresource: Option<&str>,
     old: &Value,
     mut new: Value,
+    track: Track<'_>,
 ) -> ApiResult<Change> {
     let name = object::name(old).to_string();
     if let Some(rv) = object::resource_version(&new) {
@@ -371,6 +418,14 @@ pub fn apply_update(
             .unwrap_or(0);
         meta_mut(&mut new).insert("generation".into(), (g + 1).into());
     }
+    match track {
+        Track::Update(manager, sub) => {
+            fieldmanager::record_update(info, manager, sub, Some(old), &mut new)
+        }
+        // What is not the client's to set stays as stored.
+        Track::Untracked => fieldmanager::set_entries(&mut new, fieldmanager::entries(old)),
+        Track::Applied => {}
+    }
     if new == *old {
         return Ok(Change::Unchanged);
     }
@@ -394,7 +449,7 @@ pub fn apply_update(
     Ok(Change::Write(new))
 }
 
-fn respond(ctx: &Ctx, outcome: Outcome, warnings: &[String]) -> ApiResult<Response> {
+pub(super) fn respond(ctx: &Ctx, outcome: Outcome, warnings: &[String]) -> ApiResult<Response> {
     let out = convert::outgoing(ctx.target.info, outcome.into_object());
     Ok(with_warnings(
         json_response(StatusCode::OK, &out, ctx.pretty),
@@ -419,9 +474,11 @@ pub async fn update(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let dry_run = ctx.query.is_dry_run()?;
     let sub = ctx.target.subresource.clone();
     let ns = ctx.target.namespace.clone();
+    let manager = manager_of(&ctx);
+    let track = track_of(&manager, sub.as_deref());
     if dry_run {
         let current = ctx.state.objects.get(info, ns.as_deref(), &name)?;
-        return match apply_update(info, sub.as_deref(), &current, obj)? {
+        return match apply_update(info, sub.as_deref(), &current, obj, track)? {
             Change::Write(v) => respond(&ctx, Outcome::Written(v), &warnings),
             _ => respond(&ctx, Outcome::Unchanged(current), &warnings),
         };
@@ -430,7 +487,7 @@ pub async fn update(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         .state
         .objects
         .update(info, ns.as_deref(), &name, |current| {
-            apply_update(info, sub.as_deref(), &current, obj.clone())
+            apply_update(info, sub.as_deref(), &current, obj.clone(), track)
         })
         .await?;
     respond(&ctx, outcome, &warnings)
@@ -457,12 +514,12 @@ pub async fn patch(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let info = ctx.target.info;
     let name = ctx.target.name.clone().unwrap_or_default();
     let format = body_format(&ctx.headers)?;
-    if matches!(
-        format,
-        BodyFormat::Json | BodyFormat::Yaml | BodyFormat::ApplyPatch
-    ) {
+    if format == BodyFormat::ApplyPatch {
+        return super::apply::apply(ctx, body).await;
+    }
+    if matches!(format, BodyFormat::Json | BodyFormat::Yaml) {
         return Err(ApiError::UnsupportedMediaType(
-            "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json".into(),
+            "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml".into(),
         ));
     }
     let patch_doc: Value = serde_json::from_slice(body).map_err(|e| {
@@ -475,6 +532,8 @@ pub async fn patch(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let dry_run = ctx.query.is_dry_run()?;
     let sub = ctx.target.subresource.clone();
     let ns = ctx.target.namespace.clone();
+    let manager = manager_of(&ctx);
+    let track = track_of(&manager, sub.as_deref());
     let mut warnings = Vec::new();
     let mut run = |current: Value| -> ApiResult<Change> {
         let view = convert::outgoing(info, current.clone());
@@ -487,7 +546,7 @@ pub async fn patch(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         };
         let (obj, w) = admit_body(info, patched, validation)?;
         warnings = w;
-        apply_update(info, sub.as_deref(), &current, obj)
+        apply_update(info, sub.as_deref(), &current, obj, track)
     };
     if dry_run {
         let current = ctx.state.objects.get(info, ns.as_deref(), &name)?;

@@ -1,0 +1,129 @@
+//! `metadata.managedFields`, kept as upstream's field manager keeps it: every create, update
+//! and patch records which fields its manager set (an `Update` entry), server-side apply records
+//! what each applier applied (an `Apply` entry, see `handlers::apply`). The field sets and their
+//! arithmetic are `tinykube_proto::managed`; this module names the manager of a request and
+//! puts the entries on the object.
+
+use axum::http::{header, HeaderMap};
+use serde_json::Value;
+use tinykube_proto::managed::{self, Writer};
+use tinykube_proto::registry::ResourceInfo;
+
+use crate::object::{self, meta_mut};
+
+/// Upstream's limit on a manager's name.
+const MAX_MANAGER_LEN: usize = 128;
+
+/// Who writes, as the managedFields entries name it.
+#[derive(Debug, Clone)]
+pub struct Manager {
+    pub name: String,
+    /// The request's group/version (`v1`, `apps/v1`).
+    pub api_version: String,
+    /// When (RFC 3339, seconds).
+    pub time: String,
+}
+
+impl Manager {
+    /// The manager of a request: `?fieldManager=`, else the User-Agent up to its first `/`
+    /// (`kubectl/v1.32.4 (linux/amd64) …` is `kubectl`), as upstream.
+    pub fn of(info: &ResourceInfo, field_manager: Option<&str>, headers: &HeaderMap) -> Manager {
+        let name = match field_manager.filter(|m| !m.is_empty()) {
+            Some(m) => m.to_string(),
+            None => {
+                let agent = headers
+                    .get(header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                agent.split('/').next().unwrap_or("").to_string()
+            }
+        };
+        Manager {
+            name: name.chars().take(MAX_MANAGER_LEN).collect(),
+            api_version: info.api_version(),
+            time: object::timestamp(chrono::Utc::now()),
+        }
+    }
+
+    /// The writer of a (sub)resource write.
+    pub fn writer<'a>(&'a self, subresource: Option<&'a str>) -> Writer<'a> {
+        Writer {
+            manager: &self.name,
+            api_version: &self.api_version,
+            subresource,
+            time: &self.time,
+        }
+    }
+}
+
+/// The managedFields entries of `obj` (none when absent or not a list).
+pub fn entries(obj: &Value) -> Vec<Value> {
+    obj.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Set (or, when empty, remove) `obj`'s managedFields.
+pub fn set_entries(obj: &mut Value, entries: Vec<Value>) {
+    let meta = meta_mut(obj);
+    if entries.is_empty() {
+        meta.remove("managedFields");
+    } else {
+        meta.insert("managedFields".into(), Value::Array(entries));
+    }
+}
+
+/// Record an update-type write by `manager` that turns `old` (`None`: a create) into `new`.
+/// Entries a client sent that differ from the stored ones replace them first (upstream's way
+/// to reset managedFields: send `[{}]`); otherwise the stored entries are carried over.
+pub fn record_update(
+    info: &ResourceInfo,
+    manager: &Manager,
+    subresource: Option<&str>,
+    old: Option<&Value>,
+    new: &mut Value,
+) {
+    let sent = entries(new);
+    let stored = old.map(entries).unwrap_or_default();
+    let base = if !sent.is_empty() && sent != stored {
+        sent.into_iter()
+            .filter(|e| e.as_object().is_some_and(|m| !m.is_empty()))
+            .collect()
+    } else {
+        stored
+    };
+    let updated = managed::update(
+        &base,
+        old,
+        new,
+        &manager.writer(subresource),
+        info.has_status(),
+    );
+    set_entries(new, updated);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn the_manager_defaults_to_the_user_agents_program() {
+        let info = tinykube_proto::registry::lookup("", "v1", "pods").expect("pods are served");
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::USER_AGENT,
+            HeaderValue::from_static("kubectl/v1.32.4 (linux/amd64) kubernetes/abc"),
+        );
+        assert_eq!(Manager::of(info, None, &headers).name, "kubectl");
+        assert_eq!(Manager::of(info, Some(""), &headers).name, "kubectl");
+        assert_eq!(
+            Manager::of(info, Some("kubectl-client-side-apply"), &headers).name,
+            "kubectl-client-side-apply"
+        );
+        assert_eq!(Manager::of(info, None, &HeaderMap::new()).name, "");
+        let long = "m".repeat(200);
+        assert_eq!(Manager::of(info, Some(&long), &headers).name.len(), 128);
+    }
+}

@@ -1,0 +1,134 @@
+//! Server-side apply: `PATCH` with `application/apply-patch+yaml` (what `kubectl apply
+//! --server-side`, kube-rs' `Patch::Apply` and client-go's `Apply` send). The applied
+//! configuration is merged into the live object by `tinykube_proto::managed::apply`, which keeps
+//! the applier's `Apply` entry in managedFields, removes what the applier applied before and no
+//! longer does, and refuses (409, reason FieldManagerConflict per field) to change fields other
+//! managers own unless `force=true`. An object that does not exist yet is created from the
+//! configuration, as upstream. The result then goes through the same update (or create) rules
+//! as any other write.
+
+use axum::response::Response;
+use serde_json::Value;
+use tinykube_proto::managed::{self, Conflict};
+
+use super::write::{self, apply_update, respond, FieldValidation, Track};
+use super::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::fieldmanager::{self, Manager};
+use crate::object::{self, meta_mut};
+use crate::registry::field::FieldError;
+use crate::request::{decode_body, truthy, BodyFormat};
+use crate::storage::{Change, Outcome};
+
+/// Upstream's 409 for conflicting fields.
+fn conflict_error(conflicts: &[Conflict]) -> ApiError {
+    ApiError::ApplyConflict {
+        message: managed::conflict_message(conflicts),
+        causes: conflicts
+            .iter()
+            .map(|c| {
+                (
+                    format!("conflict with {}", c.describe_manager()),
+                    c.path.clone(),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// The applied configuration: YAML or JSON, checked against the kind's schema like any body,
+/// named as the URL names it and placed in the request's namespace.
+fn decode_config(ctx: &Ctx, body: &[u8], name: &str) -> ApiResult<(Value, Vec<String>)> {
+    let info = ctx.target.info;
+    let raw = decode_body(body, BodyFormat::Yaml, info.kind)?;
+    let validation = FieldValidation::parse(ctx.query.field_validation.as_deref())?;
+    let (mut config, warnings) = write::admit_body(info, raw, validation)?;
+    match object::meta_str(&config, "name") {
+        Some(n) if !n.is_empty() && n != name => {
+            return Err(ApiError::BadRequest(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )))
+        }
+        _ => {
+            meta_mut(&mut config).insert("name".into(), name.into());
+        }
+    }
+    write::place_in_namespace(ctx, &mut config)?;
+    Ok((config, warnings))
+}
+
+pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
+    let info = ctx.target.info;
+    let name = ctx.target.name.clone().unwrap_or_default();
+    if ctx.query.field_manager.as_deref().unwrap_or("").is_empty() {
+        return Err(ApiError::Invalid {
+            kind: "PatchOptions.meta.k8s.io".into(),
+            group: "meta.k8s.io".into(),
+            name: String::new(),
+            errors: vec![FieldError::required(
+                "fieldManager",
+                "is required for apply patch",
+            )],
+        });
+    }
+    let manager = Manager::of(info, ctx.query.field_manager.as_deref(), &ctx.headers);
+    let force = truthy(&ctx.query.force);
+    let (config, warnings) = decode_config(&ctx, body, &name)?;
+    let sub = ctx.target.subresource.clone();
+    let ns = ctx.target.namespace.clone();
+    let writer = manager.writer(sub.as_deref());
+    let has_status = info.has_status();
+    let run = |current: Value| -> ApiResult<Change> {
+        let managed_fields = fieldmanager::entries(&current);
+        let merged = managed::apply(
+            Some(&current),
+            &config,
+            &managed_fields,
+            &writer,
+            force,
+            has_status,
+        )
+        .map_err(|c| conflict_error(&c))?;
+        apply_update(info, sub.as_deref(), &current, merged, Track::Applied)
+    };
+    let current = match ctx.state.objects.get(info, ns.as_deref(), &name) {
+        Ok(current) => current,
+        Err(ApiError::NotFound { .. }) if sub.is_none() => {
+            return create(&ctx, &config, &manager, force, warnings).await;
+        }
+        Err(e) => return Err(e),
+    };
+    if ctx.query.is_dry_run()? {
+        return match run(current.clone())? {
+            Change::Write(v) => respond(&ctx, Outcome::Written(v), &warnings),
+            _ => respond(&ctx, Outcome::Unchanged(current), &warnings),
+        };
+    }
+    let outcome = ctx
+        .state
+        .objects
+        .update(info, ns.as_deref(), &name, run)
+        .await?;
+    respond(&ctx, outcome, &warnings)
+}
+
+/// The first apply of an object creates it; the applier owns what it applied.
+async fn create(
+    ctx: &Ctx,
+    config: &Value,
+    manager: &Manager,
+    force: bool,
+    warnings: Vec<String>,
+) -> ApiResult<Response> {
+    let info = ctx.target.info;
+    let obj = managed::apply(
+        None,
+        config,
+        &[],
+        &manager.writer(None),
+        force,
+        info.has_status(),
+    )
+    .map_err(|c| conflict_error(&c))?;
+    write::create_object(ctx, obj, warnings, Track::Applied).await
+}

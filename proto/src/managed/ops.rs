@@ -1,0 +1,292 @@
+//! The typed-value operations: the field set of an object, comparing two versions, and the
+//! merge and removal server-side apply does.
+
+use serde_json::{Map, Value};
+
+use super::schema::{
+    child, child_mut, element_ids, element_matches, object_type, ListType, ObjectType,
+};
+use super::set::{FieldSet, PathElement};
+
+/// Which part of an object a write manages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The main resource: everything but `status` (when the kind has a status subresource).
+    Main,
+    /// The `status` subresource.
+    Status,
+}
+
+impl Scope {
+    pub(super) fn of(subresource: Option<&str>) -> Scope {
+        match subresource {
+            Some("status") => Scope::Status,
+            _ => Scope::Main,
+        }
+    }
+
+    /// Whether the top-level field `key` belongs to this scope.
+    pub(super) fn covers(self, key: &str, has_status: bool) -> bool {
+        match self {
+            Scope::Main => key != "apiVersion" && key != "kind" && !(has_status && key == "status"),
+            Scope::Status => key == "status",
+        }
+    }
+}
+
+/// Metadata the server owns; never part of a field set.
+const SERVER_METADATA: &[&str] = &[
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+];
+
+/// The fields `obj` sets within `scope`, as upstream's field manager sees them.
+pub fn fields_of(obj: &Value, scope: Scope, has_status: bool) -> FieldSet {
+    let mut set = FieldSet::default();
+    let Value::Object(map) = obj else {
+        return set;
+    };
+    for (key, value) in map.iter().filter(|(k, _)| scope.covers(k, has_status)) {
+        let (member, below) = match value {
+            Value::Object(meta) if key == "metadata" => (
+                false,
+                object_fields(meta, key, |f| !SERVER_METADATA.contains(&f)),
+            ),
+            _ => node_fields(value, "", key),
+        };
+        set.insert(PathElement::Field(key.clone()), member, below);
+    }
+    set
+}
+
+/// The fields of the object `map` (the value of `field`) whose names pass `keep`.
+fn object_fields(map: &Map<String, Value>, field: &str, keep: impl Fn(&str) -> bool) -> FieldSet {
+    let mut set = FieldSet::default();
+    for (key, value) in map.iter().filter(|(k, _)| keep(k)) {
+        let (member, below) = node_fields(value, field, key);
+        set.insert(PathElement::Field(key.clone()), member, below);
+    }
+    set
+}
+
+/// Whether `value` (the value of `field` under `parent`) is itself a member, and the fields
+/// below it.
+fn node_fields(value: &Value, parent: &str, field: &str) -> (bool, FieldSet) {
+    let leaf = (true, FieldSet::default());
+    match value {
+        Value::Object(map) if map.is_empty() => leaf,
+        Value::Object(map) => match object_type(parent, field) {
+            ObjectType::Atomic => leaf,
+            kind => (kind == ObjectType::Map, object_fields(map, field, |_| true)),
+        },
+        Value::Array(items) if items.is_empty() => leaf,
+        Value::Array(items) => {
+            let Some((kind, ids)) = element_ids(parent, field, items) else {
+                return leaf;
+            };
+            let atomic_elements = matches!(
+                kind,
+                ListType::Set
+                    | ListType::Map {
+                        atomic_elements: true,
+                        ..
+                    }
+            );
+            let mut set = FieldSet::default();
+            for (pe, item) in ids.into_iter().zip(items) {
+                let below = match item {
+                    Value::Object(map) if !atomic_elements => object_fields(map, field, |_| true),
+                    _ => FieldSet::default(),
+                };
+                set.insert(pe, true, below);
+            }
+            (false, set)
+        }
+        _ => leaf,
+    }
+}
+
+/// The fields that differ between two versions of an object (upstream's `typed.Comparison`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Comparison {
+    /// Set in the new version only.
+    pub added: FieldSet,
+    /// Leaves set in both, with different values.
+    pub modified: FieldSet,
+    /// Set in the old version only.
+    pub removed: FieldSet,
+}
+
+impl Comparison {
+    /// Every changed field.
+    pub fn changed(&self) -> FieldSet {
+        self.added.union(&self.modified).union(&self.removed)
+    }
+}
+
+/// The fields that differ between `old` and `new` within `scope`.
+pub fn compare(old: &Value, new: &Value, scope: Scope, has_status: bool) -> Comparison {
+    let before = fields_of(old, scope, has_status);
+    let after = fields_of(new, scope, has_status);
+    let both = before.intersection(&after);
+    Comparison {
+        added: after.difference(&before),
+        modified: modified_leaves(&both, &before, &after, old, new, ""),
+        removed: before.difference(&after),
+    }
+}
+
+/// The leaves of `both` (members of `before` and `after`) whose values differ.
+fn modified_leaves(
+    both: &FieldSet,
+    before: &FieldSet,
+    after: &FieldSet,
+    old: &Value,
+    new: &Value,
+    field: &str,
+) -> FieldSet {
+    let mut out = FieldSet::default();
+    for pe in &both.members {
+        let is_leaf = !before.children.contains_key(pe) && !after.children.contains_key(pe);
+        if is_leaf && child(old, field, pe) != child(new, field, pe) {
+            out.members.insert(pe.clone());
+        }
+    }
+    for (pe, common) in &both.children {
+        let (Some(b), Some(a)) = (before.children.get(pe), after.children.get(pe)) else {
+            continue;
+        };
+        let (Some(o), Some(n)) = (child(old, field, pe), child(new, field, pe)) else {
+            continue;
+        };
+        let below = modified_leaves(common, b, a, o, n, pe.field_or(field));
+        out.insert(pe.clone(), false, below);
+    }
+    out
+}
+
+// ---- Merging and removing ---------------------------------------------------------------------
+
+/// `config` merged into `live` as server-side apply merges.
+///
+/// Objects merge key by key and an explicit `null` removes the field; scalars, atomic lists and
+/// atomic objects are replaced. Associative lists merge element by element by key, keeping the
+/// live order: a config element merges into the live element with its key in place, config
+/// elements new to the list are appended in config order, live elements missing from config are
+/// kept. Set lists are unions in the same order (live values, then new ones).
+pub fn merge(live: &Value, config: &Value) -> Value {
+    merge_value(Some(live), config, "", "")
+}
+
+fn merge_value(live: Option<&Value>, config: &Value, parent: &str, field: &str) -> Value {
+    match config {
+        Value::Object(_) if object_type(parent, field) == ObjectType::Atomic => config.clone(),
+        Value::Object(fields) => {
+            let mut out = match live {
+                Some(Value::Object(map)) => map.clone(),
+                _ => Map::new(),
+            };
+            for (key, value) in fields {
+                if value.is_null() {
+                    out.shift_remove(key);
+                } else {
+                    let merged = merge_value(out.get(key), value, field, key);
+                    out.insert(key.clone(), merged);
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => {
+            let live_items = match live {
+                Some(Value::Array(l)) => l.as_slice(),
+                _ => &[],
+            };
+            merge_list(live_items, items, parent, field)
+        }
+        _ => config.clone(),
+    }
+}
+
+fn merge_list(live: &[Value], config: &[Value], parent: &str, field: &str) -> Value {
+    let (Some((kind, config_ids)), Some((_, live_ids))) = (
+        element_ids(parent, field, config),
+        element_ids(parent, field, live),
+    ) else {
+        return Value::Array(config.to_vec());
+    };
+    let mut out = live.to_vec();
+    for (id, item) in config_ids.iter().zip(config) {
+        let merged = match kind {
+            ListType::Map {
+                atomic_elements: false,
+                ..
+            } => {
+                let current = live_ids.iter().position(|l| l == id).map(|i| &live[i]);
+                merge_value(current, item, parent, field)
+            }
+            _ => item.clone(),
+        };
+        match live_ids.iter().position(|l| l == id) {
+            Some(i) => out[i] = merged,
+            None => out.push(merged),
+        }
+    }
+    Value::Array(out)
+}
+
+/// `obj` without the fields of `fields`: a leaf member is deleted, an element member removes the
+/// whole element, a set member removes that value. Parents stay in place, possibly empty.
+pub fn remove(obj: &Value, fields: &FieldSet) -> Value {
+    let mut out = obj.clone();
+    remove_in(&mut out, "", fields, &[]);
+    out
+}
+
+/// Remove `set` from `value` (the value of `field`); `key_fields` are an element's key fields,
+/// which stay so that the element remains identifiable.
+fn remove_in(value: &mut Value, field: &str, set: &FieldSet, key_fields: &[(String, String)]) {
+    for (pe, below) in &set.children {
+        if set.members.contains(pe) {
+            continue;
+        }
+        let keys = match pe {
+            PathElement::Key(pairs) => pairs.as_slice(),
+            _ => &[],
+        };
+        let next = pe.field_or(field).to_string();
+        if let Some(target) = child_mut(value, field, pe) {
+            remove_in(target, &next, below, keys);
+        }
+    }
+    match value {
+        Value::Object(map) => {
+            for pe in &set.members {
+                if let PathElement::Field(name) = pe {
+                    if !key_fields.iter().any(|(k, _)| k == name) {
+                        map.shift_remove(name);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            let mut index = 0;
+            items.retain(|item| {
+                let doomed = set
+                    .members
+                    .iter()
+                    .any(|pe| element_matches(field, pe, index, item));
+                index += 1;
+                !doomed
+            });
+        }
+        _ => {}
+    }
+}
