@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::ops::{compare, fields_of, merge, remove, Scope};
+use super::ops::{compare, compare_sets, fields_of, merge, remove, same_in_scope, Scope};
 use super::set::{quote, FieldSet, ManagedError};
 
 /// Who writes: the manager, the request's apiVersion, the subresource and the time (RFC 3339).
@@ -29,6 +29,8 @@ const UPDATE: &str = "Update";
 struct Entry {
     raw: Map<String, Value>,
     fields: FieldSet,
+    /// Whether `fields` or the stamp changed since it was read (else `raw` is written back).
+    dirty: bool,
 }
 
 impl Entry {
@@ -50,6 +52,7 @@ impl Entry {
         Ok(Entry {
             raw: raw.clone(),
             fields,
+            dirty: false,
         })
     }
 
@@ -60,7 +63,11 @@ impl Entry {
         if let Some(sub) = writer.subresource {
             raw.insert("subresource".into(), sub.into());
         }
-        let mut entry = Entry { raw, fields };
+        let mut entry = Entry {
+            raw,
+            fields,
+            dirty: true,
+        };
         entry.stamp(writer);
         entry
     }
@@ -88,9 +95,21 @@ impl Entry {
         self.raw
             .insert("apiVersion".into(), writer.api_version.into());
         self.raw.insert("time".into(), writer.time.into());
+        self.dirty = true;
+    }
+
+    /// Replace the field set (the entry is rewritten only if it changed).
+    fn set_fields(&mut self, fields: FieldSet) {
+        if fields != self.fields {
+            self.fields = fields;
+            self.dirty = true;
+        }
     }
 
     fn to_value(&self) -> Value {
+        if !self.dirty {
+            return Value::Object(self.raw.clone());
+        }
         let mut raw = self.raw.clone();
         raw.insert("fieldsType".into(), "FieldsV1".into());
         raw.insert("fieldsV1".into(), self.fields.to_fields_v1());
@@ -123,9 +142,20 @@ pub fn update(
     has_status: bool,
 ) -> Vec<Value> {
     let scope = Scope::of(writer.subresource);
+    if old.is_none() && managed.is_empty() {
+        // A plain create: the writer owns everything it wrote.
+        let fields = fields_of(new, scope, has_status);
+        if fields.is_empty() {
+            return Vec::new();
+        }
+        return vec![Entry::new(writer, UPDATE, fields).to_value()];
+    }
+    if old.is_some_and(|old| same_in_scope(old, new, scope, has_status)) {
+        // Nothing this write could own changed: the entries stay as they are.
+        return parse_entries(managed).iter().map(Entry::to_value).collect();
+    }
     let nothing = Value::Object(Map::new());
-    let diff = compare(old.unwrap_or(&nothing), new, scope, has_status);
-    let present = fields_of(new, scope, has_status);
+    let (diff, present) = compare_sets(old.unwrap_or(&nothing), new, scope, has_status);
     let gained = diff.added.union(&diff.modified);
     let lost = diff.modified.union(&diff.removed);
 
@@ -138,14 +168,15 @@ pub fn update(
         if entry.is(writer, UPDATE) {
             own = Some(i);
         } else {
-            entry.fields = entry.fields.difference(&lost).intersection(&present);
+            let fields = entry.fields.difference(&lost).intersection(&present);
+            entry.set_fields(fields);
         }
     }
     match own.and_then(|i| entries.get_mut(i)) {
         Some(entry) => {
             let fields = entry.fields.union(&gained).intersection(&present);
             if fields != entry.fields {
-                entry.fields = fields;
+                entry.set_fields(fields);
                 entry.stamp(writer);
             }
         }
@@ -269,7 +300,8 @@ pub fn apply(
         }
         for (i, entry) in entries.iter_mut().enumerate() {
             if others(i, entry) {
-                entry.fields = entry.fields.difference(&changed);
+                let fields = entry.fields.difference(&changed);
+                entry.set_fields(fields);
             }
         }
     }
@@ -289,7 +321,8 @@ pub fn apply(
     let present = fields_of(&merged, scope, has_status);
     for (i, entry) in entries.iter_mut().enumerate() {
         if others(i, entry) {
-            entry.fields = entry.fields.intersection(&present);
+            let fields = entry.fields.intersection(&present);
+            entry.set_fields(fields);
         }
     }
     let object_changed = merged != *live;
@@ -298,7 +331,7 @@ pub fn apply(
             if entry.fields != applied || object_changed {
                 entry.stamp(writer);
             }
-            entry.fields = applied;
+            entry.set_fields(applied);
         }
         None => entries.push(Entry::new(writer, APPLY, applied)),
     }

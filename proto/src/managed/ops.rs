@@ -134,14 +134,58 @@ impl Comparison {
 
 /// The fields that differ between `old` and `new` within `scope`.
 pub fn compare(old: &Value, new: &Value, scope: Scope, has_status: bool) -> Comparison {
+    compare_sets(old, new, scope, has_status).0
+}
+
+/// [`compare`], and the fields of `new` it had to work out.
+pub(super) fn compare_sets(
+    old: &Value,
+    new: &Value,
+    scope: Scope,
+    has_status: bool,
+) -> (Comparison, FieldSet) {
     let before = fields_of(old, scope, has_status);
     let after = fields_of(new, scope, has_status);
     let both = before.intersection(&after);
-    Comparison {
+    let comparison = Comparison {
         added: after.difference(&before),
         modified: modified_leaves(&both, &before, &after, old, new, ""),
         removed: before.difference(&after),
+    };
+    (comparison, after)
+}
+
+/// The metadata fields a client may own.
+fn user_metadata(m: Option<&Value>) -> Vec<(&String, &Value)> {
+    match m {
+        Some(Value::Object(meta)) => meta
+            .iter()
+            .filter(|(k, _)| !SERVER_METADATA.contains(&k.as_str()))
+            .collect(),
+        _ => Vec::new(),
     }
+}
+
+/// Whether `old` and `new` agree on everything `scope` covers (the server's metadata aside):
+/// then a write changed no field it could own.
+pub(super) fn same_in_scope(old: &Value, new: &Value, scope: Scope, has_status: bool) -> bool {
+    let (Value::Object(a), Value::Object(b)) = (old, new) else {
+        return old == new;
+    };
+    a.keys()
+        .chain(b.keys())
+        .filter(|k| scope.covers(k, has_status))
+        .all(|k| {
+            if k == "metadata" {
+                let (x, y) = (user_metadata(a.get(k)), user_metadata(b.get(k)));
+                let theirs = b.get(k);
+                x.len() == y.len()
+                    && x.iter()
+                        .all(|(key, v)| theirs.and_then(|m| m.get(key.as_str())) == Some(*v))
+            } else {
+                a.get(k) == b.get(k)
+            }
+        })
 }
 
 /// The leaves of `both` (members of `before` and `after`) whose values differ.

@@ -139,19 +139,30 @@ impl FieldSet {
         Value::Object(out)
     }
 
-    /// Whether the set has no paths.
+    /// Whether the set has no paths (children are never empty: [`FieldSet::insert`] keeps
+    /// them out).
     pub fn is_empty(&self) -> bool {
-        self.members.is_empty() && self.children.values().all(FieldSet::is_empty)
+        self.members.is_empty() && self.children.is_empty()
     }
 
     /// The paths in either set.
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         let mut out = self.clone();
-        out.members.extend(other.members.iter().cloned());
-        for (pe, child) in &other.children {
-            out.insert(pe.clone(), false, child.clone());
-        }
+        out.absorb(other);
         out
+    }
+
+    /// Add `other`'s paths to these.
+    fn absorb(&mut self, other: &FieldSet) {
+        self.members.extend(other.members.iter().cloned());
+        for (pe, theirs) in &other.children {
+            match self.children.get_mut(pe) {
+                Some(mine) => mine.absorb(theirs),
+                None => {
+                    self.children.insert(pe.clone(), theirs.clone());
+                }
+            }
+        }
     }
 
     /// The paths of `self` that are not in `other`.
@@ -205,9 +216,26 @@ impl FieldSet {
         }
     }
 
-    /// The path elements at this node, members or parents, in order.
-    fn elements(&self) -> BTreeSet<&PathElement> {
-        self.members.iter().chain(self.children.keys()).collect()
+    /// The path elements at this node, members or parents, in order (both are sorted: a merge).
+    fn elements(&self) -> Vec<&PathElement> {
+        let mut out = Vec::with_capacity(self.members.len() + self.children.len());
+        let mut members = self.members.iter().peekable();
+        let mut parents = self.children.keys().peekable();
+        loop {
+            let next = match (members.peek(), parents.peek()) {
+                (Some(m), Some(p)) if m < p => members.next(),
+                (Some(m), Some(p)) if m > p => parents.next(),
+                (Some(_), Some(_)) => {
+                    parents.next();
+                    members.next()
+                }
+                (Some(_), None) => members.next(),
+                (None, Some(_)) => parents.next(),
+                (None, None) => break,
+            };
+            out.extend(next);
+        }
+        out
     }
 
     /// Add `pe` (as a member if `member`) with the paths `below` it.
@@ -219,7 +247,7 @@ impl FieldSet {
             return;
         }
         match self.children.get_mut(&pe) {
-            Some(existing) => *existing = existing.union(&below),
+            Some(existing) => existing.absorb(&below),
             None => {
                 self.children.insert(pe, below);
             }
