@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
-use k8s_openapi::Resource;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::{Metadata, Resource};
 use tokio::sync::{broadcast, watch};
 
 use crate::api::{Api, Kind, ListParams, Scope};
@@ -23,6 +24,14 @@ where
         Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
         _ => name,
     }
+}
+
+/// The object as the cache keeps it: without `metadata.managedFields`, which no controller
+/// reads and which would double a cached pod's size (upstream's informers drop them with
+/// `TransformStripManagedFields` for the same reason).
+fn without_managed_fields<K: Metadata<Ty = ObjectMeta>>(mut obj: K) -> K {
+    obj.metadata_mut().managed_fields = None;
+    obj
 }
 
 /// A change to the cache.
@@ -236,7 +245,7 @@ where
             Event::Restarted(items) => {
                 let fresh: BTreeMap<String, Arc<K>> = items
                     .into_iter()
-                    .map(|o| (key_of(&o), Arc::new(o)))
+                    .map(|o| (key_of(&o), Arc::new(without_managed_fields(o))))
                     .collect();
                 let gone: Vec<String> = inner
                     .objects
@@ -268,7 +277,7 @@ where
             }
             Event::Applied(o) => {
                 let key = key_of(&o);
-                let new = Arc::new(o);
+                let new = Arc::new(without_managed_fields(o));
                 match inner.objects.insert(key.clone(), new.clone()) {
                     Some(old) => {
                         inner.unindex(&key, &old);
@@ -310,5 +319,24 @@ where
                 Err(e) => tracing::warn!(kind = K::KIND, error = %e, "watch failed; retrying"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+
+    #[test]
+    fn the_cache_keeps_no_managed_fields() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "labels": {"a": "b"}, "managedFields": [
+                {"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {"f:labels": {"f:a": {}}}}}]},
+        }))
+        .unwrap();
+        let cached = without_managed_fields(pod);
+        assert_eq!(cached.metadata.managed_fields, None);
+        assert_eq!(cached.metadata.labels.unwrap()["a"], "b");
     }
 }
