@@ -262,3 +262,36 @@ fn apply_over_http_as_client_libraries_send_it() {
     let after: Value = http.get(&url).send().unwrap().json().unwrap();
     assert_eq!(after["metadata"]["labels"]["a"], "2");
 }
+
+#[test]
+fn concurrent_first_applies_all_land() {
+    let server = ApiServer::start().unwrap();
+    let url = format!("{}/api/v1/namespaces/default/configmaps/shared", server.url);
+    // Eight controllers apply their own key of one ConfigMap that does not exist yet.
+    let codes: Vec<u16> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..8)
+            .map(|i| {
+                let url = url.clone();
+                let http = server.http();
+                s.spawn(move || {
+                    let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "shared"}, "data": {format!("k{i}"): "v"}});
+                    http.patch(format!("{url}?fieldManager=ctrl-{i}"))
+                        .header("Content-Type", "application/apply-patch+yaml")
+                        .body(body.to_string())
+                        .send()
+                        .unwrap()
+                        .status()
+                        .as_u16()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    assert_eq!(codes.iter().filter(|c| **c == 201).count(), 1, "{codes:?}");
+    assert_eq!(codes.iter().filter(|c| **c == 200).count(), 7, "{codes:?}");
+    let cm: Value = server.http().get(&url).send().unwrap().json().unwrap();
+    let data = cm["data"].as_object().unwrap();
+    assert_eq!(data.len(), 8, "{cm:#}");
+    assert_eq!(cm["metadata"]["managedFields"].as_array().unwrap().len(), 8);
+}

@@ -20,6 +20,9 @@ use crate::registry::field::FieldError;
 use crate::request::{decode_body, truthy, BodyFormat};
 use crate::storage::{Change, Outcome};
 
+/// How often an apply looks again when the object appears or goes under it.
+const ATTEMPTS: usize = 5;
+
 /// Upstream's 409 for conflicting fields.
 fn conflict_error(conflicts: &[Conflict]) -> ApiError {
     ApiError::ApplyConflict {
@@ -78,7 +81,7 @@ pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let ns = ctx.target.namespace.clone();
     let writer = manager.writer(sub.as_deref());
     let has_status = info.has_status();
-    let run = |current: Value| -> ApiResult<Change> {
+    let mut run = |current: Value| -> ApiResult<Change> {
         let managed_fields = fieldmanager::entries(&current);
         let merged = managed::apply(
             Some(&current),
@@ -91,25 +94,35 @@ pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         .map_err(|c| conflict_error(&c))?;
         apply_update(info, sub.as_deref(), &current, merged, Track::Applied)
     };
-    let current = match ctx.state.objects.get(info, ns.as_deref(), &name) {
-        Ok(current) => current,
-        Err(ApiError::NotFound { .. }) if sub.is_none() => {
-            return create(&ctx, &config, &manager, force, warnings).await;
-        }
-        Err(e) => return Err(e),
-    };
-    if ctx.query.is_dry_run()? {
-        return match run(current.clone())? {
-            Change::Write(v) => respond(&ctx, Outcome::Written(v), &warnings),
-            _ => respond(&ctx, Outcome::Unchanged(current), &warnings),
+    // Created or deleted by someone else between the read and the write: look again.
+    for _ in 0..ATTEMPTS {
+        let current = match ctx.state.objects.get(info, ns.as_deref(), &name) {
+            Ok(current) => current,
+            Err(ApiError::NotFound { .. }) if sub.is_none() => {
+                match create(&ctx, &config, &manager, force, warnings.clone()).await {
+                    Err(ApiError::AlreadyExists { .. }) => continue,
+                    done => return done,
+                }
+            }
+            Err(e) => return Err(e),
         };
+        if ctx.query.is_dry_run()? {
+            return match run(current.clone())? {
+                Change::Write(v) => respond(&ctx, Outcome::Written(v), &warnings),
+                _ => respond(&ctx, Outcome::Unchanged(current), &warnings),
+            };
+        }
+        match ctx
+            .state
+            .objects
+            .update(info, ns.as_deref(), &name, &mut run)
+            .await
+        {
+            Err(ApiError::NotFound { .. }) if sub.is_none() => continue,
+            outcome => return respond(&ctx, outcome?, &warnings),
+        }
     }
-    let outcome = ctx
-        .state
-        .objects
-        .update(info, ns.as_deref(), &name, run)
-        .await?;
-    respond(&ctx, outcome, &warnings)
+    Err(ApiError::conflict(info, &name))
 }
 
 /// The first apply of an object creates it; the applier owns what it applied.
