@@ -9,7 +9,7 @@ use serde_json::Value;
 use tinykube_proto::managed::{self, Writer};
 use tinykube_proto::registry::ResourceInfo;
 
-use crate::object::{self, meta_mut};
+use crate::object;
 
 /// Upstream's limit on a manager's name.
 const MAX_MANAGER_LEN: usize = 128;
@@ -64,16 +64,6 @@ pub fn entries(obj: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// Set (or, when empty, remove) `obj`'s managedFields.
-pub fn set_entries(obj: &mut Value, entries: Vec<Value>) {
-    let meta = meta_mut(obj);
-    if entries.is_empty() {
-        meta.remove("managedFields");
-    } else {
-        meta.insert("managedFields".into(), Value::Array(entries));
-    }
-}
-
 /// Record an update-type write by `manager` that turns `old` (`None`: a create) into `new`.
 /// Entries a client sent that differ from the stored ones replace them first (upstream's way
 /// to reset managedFields: send `[{}]`); otherwise the stored entries are carried over.
@@ -100,7 +90,7 @@ pub fn record_update(
         &manager.writer(subresource),
         info.has_status(),
     );
-    set_entries(new, updated);
+    managed::set_managed_fields(new, updated);
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, ObjectReference, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::Resource;
@@ -44,6 +44,22 @@ pub fn object_ref<K: Resource>(meta: &ObjectMeta) -> ObjectReference {
         resource_version: meta.resource_version.clone(),
         ..Default::default()
     }
+}
+
+/// The node the pod is bound to (empty while unscheduled).
+pub fn node_name(pod: &Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .unwrap_or("")
+}
+
+/// The node's Ready condition, if it reported one.
+pub fn node_ready_condition(node: &Node) -> Option<&NodeCondition> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
 }
 
 /// Not finished and not being deleted (upstream's IsPodActive).

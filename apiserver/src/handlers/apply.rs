@@ -15,10 +15,9 @@ use super::write::{self, apply_update, respond, FieldValidation, Track};
 use super::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager::{self, Manager};
-use crate::object::{self, meta_mut};
 use crate::registry::field::FieldError;
 use crate::request::{decode_body, truthy, BodyFormat};
-use crate::storage::{Change, Outcome};
+use crate::storage::Change;
 
 /// How often an apply looks again when the object appears or goes under it.
 const ATTEMPTS: usize = 5;
@@ -46,16 +45,7 @@ fn decode_config(ctx: &Ctx, body: &[u8], name: &str) -> ApiResult<(Value, Vec<St
     let raw = decode_body(body, BodyFormat::Yaml, info.kind)?;
     let validation = FieldValidation::parse(ctx.query.field_validation.as_deref())?;
     let (mut config, warnings) = write::admit_body(info, raw, validation)?;
-    match object::meta_str(&config, "name") {
-        Some(n) if !n.is_empty() && n != name => {
-            return Err(ApiError::BadRequest(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            )))
-        }
-        _ => {
-            meta_mut(&mut config).insert("name".into(), name.into());
-        }
-    }
+    write::name_as_on_url(&mut config, name)?;
     write::place_in_namespace(ctx, &mut config)?;
     Ok((config, warnings))
 }
@@ -74,11 +64,10 @@ pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
             )],
         });
     }
-    let manager = Manager::of(info, ctx.query.field_manager.as_deref(), &ctx.headers);
+    let manager = write::manager_of(&ctx);
     let force = truthy(&ctx.query.force);
     let (config, warnings) = decode_config(&ctx, body, &name)?;
     let sub = ctx.target.subresource.clone();
-    let ns = ctx.target.namespace.clone();
     let writer = manager.writer(sub.as_deref());
     let has_status = info.has_status();
     let mut run = |current: Value| -> ApiResult<Change> {
@@ -92,33 +81,17 @@ pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
             has_status,
         )
         .map_err(|c| conflict_error(&c))?;
-        apply_update(info, sub.as_deref(), &current, merged, Track::Applied)
+        apply_update(info, sub.as_deref(), &current, merged, Track::Kept)
     };
-    // Created or deleted by someone else between the read and the write: look again.
+    // A missing object is created; one created by someone else meanwhile is updated.
     for _ in 0..ATTEMPTS {
-        let current = match ctx.state.objects.get(info, ns.as_deref(), &name) {
-            Ok(current) => current,
+        match write::change_stored(&ctx, &mut run).await {
             Err(ApiError::NotFound { .. }) if sub.is_none() => {
                 match create(&ctx, &config, &manager, force, warnings.clone()).await {
                     Err(ApiError::AlreadyExists { .. }) => continue,
                     done => return done,
                 }
             }
-            Err(e) => return Err(e),
-        };
-        if ctx.query.is_dry_run()? {
-            return match run(current.clone())? {
-                Change::Write(v) => respond(&ctx, Outcome::Written(v), &warnings),
-                _ => respond(&ctx, Outcome::Unchanged(current), &warnings),
-            };
-        }
-        match ctx
-            .state
-            .objects
-            .update(info, ns.as_deref(), &name, &mut run)
-            .await
-        {
-            Err(ApiError::NotFound { .. }) if sub.is_none() => continue,
             outcome => return respond(&ctx, outcome?, &warnings),
         }
     }
@@ -143,5 +116,5 @@ async fn create(
         info.has_status(),
     )
     .map_err(|c| conflict_error(&c))?;
-    write::create_object(ctx, obj, warnings, Track::Applied).await
+    write::create_object(ctx, obj, warnings, Track::Kept).await
 }

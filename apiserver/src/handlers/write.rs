@@ -211,17 +211,16 @@ pub enum Track<'a> {
     /// An update-type write by this manager, recorded under this subresource (`None`: the main
     /// resource).
     Update(&'a Manager, Option<&'a str>),
-    /// Server-side apply already set the entries.
-    Applied,
-    /// Not recorded (`namespaces/finalize`).
-    Untracked,
+    /// Nothing to record: server-side apply set the entries already, and `namespaces/finalize`
+    /// writes the stored object with only its `spec.finalizers` changed.
+    Kept,
 }
 
 /// How a PUT or PATCH of the main resource or `sub` is recorded.
 fn track_of<'a>(manager: &'a Manager, sub: Option<&'a str>) -> Track<'a> {
     match sub {
         None | Some("status") => Track::Update(manager, sub),
-        _ => Track::Untracked,
+        _ => Track::Kept,
     }
 }
 
@@ -418,13 +417,8 @@ pub fn apply_update(
             .unwrap_or(0);
         meta_mut(&mut new).insert("generation".into(), (g + 1).into());
     }
-    match track {
-        Track::Update(manager, sub) => {
-            fieldmanager::record_update(info, manager, sub, Some(old), &mut new)
-        }
-        // What is not the client's to set stays as stored.
-        Track::Untracked => fieldmanager::set_entries(&mut new, fieldmanager::entries(old)),
-        Track::Applied => {}
+    if let Track::Update(manager, sub) = track {
+        fieldmanager::record_update(info, manager, sub, Some(old), &mut new);
     }
     if new == *old {
         return Ok(Change::Unchanged);
@@ -461,36 +455,47 @@ pub async fn update(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let info = ctx.target.info;
     let name = ctx.target.name.clone().unwrap_or_default();
     let (mut obj, warnings) = decode_object(&ctx, body)?;
-    match object::meta_str(&obj, "name") {
-        Some(n) if !n.is_empty() && n != name => {
-            return Err(ApiError::BadRequest(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            )))
-        }
-        _ => {
-            meta_mut(&mut obj).insert("name".into(), name.clone().into());
-        }
-    }
-    let dry_run = ctx.query.is_dry_run()?;
+    name_as_on_url(&mut obj, &name)?;
     let sub = ctx.target.subresource.clone();
-    let ns = ctx.target.namespace.clone();
     let manager = manager_of(&ctx);
     let track = track_of(&manager, sub.as_deref());
-    if dry_run {
-        let current = ctx.state.objects.get(info, ns.as_deref(), &name)?;
-        return match apply_update(info, sub.as_deref(), &current, obj, track)? {
-            Change::Write(v) => respond(&ctx, Outcome::Written(v), &warnings),
-            _ => respond(&ctx, Outcome::Unchanged(current), &warnings),
-        };
-    }
-    let outcome = ctx
-        .state
-        .objects
-        .update(info, ns.as_deref(), &name, |current| {
-            apply_update(info, sub.as_deref(), &current, obj.clone(), track)
-        })
-        .await?;
+    let outcome = change_stored(&ctx, |current| {
+        apply_update(info, sub.as_deref(), &current, obj.clone(), track)
+    })
+    .await?;
     respond(&ctx, outcome, &warnings)
+}
+
+/// A body's name must be the URL's (or unset, and then it is set).
+pub(super) fn name_as_on_url(obj: &mut Value, name: &str) -> ApiResult<()> {
+    match object::meta_str(obj, "name") {
+        Some(n) if !n.is_empty() && n != name => Err(ApiError::BadRequest(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        ))),
+        _ => {
+            meta_mut(obj).insert("name".into(), name.into());
+            Ok(())
+        }
+    }
+}
+
+/// Run `change` on the target object: for a dry run once, on what is stored now, writing
+/// nothing; otherwise in the store's compare-and-swap loop.
+pub(super) async fn change_stored(
+    ctx: &Ctx,
+    mut change: impl FnMut(Value) -> ApiResult<Change>,
+) -> ApiResult<Outcome> {
+    let info = ctx.target.info;
+    let name = ctx.target.name.as_deref().unwrap_or_default();
+    let ns = ctx.target.namespace.as_deref();
+    if ctx.query.is_dry_run()? {
+        let current = ctx.state.objects.get(info, ns, name)?;
+        return Ok(match change(current.clone())? {
+            Change::Write(v) => Outcome::Written(v),
+            _ => Outcome::Unchanged(current),
+        });
+    }
+    ctx.state.objects.update(info, ns, name, change).await
 }
 
 fn patch_failed(
@@ -529,9 +534,7 @@ pub async fn patch(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         ))
     })?;
     let validation = FieldValidation::parse(ctx.query.field_validation.as_deref())?;
-    let dry_run = ctx.query.is_dry_run()?;
     let sub = ctx.target.subresource.clone();
-    let ns = ctx.target.namespace.clone();
     let manager = manager_of(&ctx);
     let track = track_of(&manager, sub.as_deref());
     let mut warnings = Vec::new();
@@ -548,17 +551,6 @@ pub async fn patch(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         warnings = w;
         apply_update(info, sub.as_deref(), &current, obj, track)
     };
-    if dry_run {
-        let current = ctx.state.objects.get(info, ns.as_deref(), &name)?;
-        return match run(current.clone())? {
-            Change::Write(v) => respond(&ctx, Outcome::Written(v), &warnings),
-            _ => respond(&ctx, Outcome::Unchanged(current), &warnings),
-        };
-    }
-    let outcome = ctx
-        .state
-        .objects
-        .update(info, ns.as_deref(), &name, &mut run)
-        .await?;
+    let outcome = change_stored(&ctx, &mut run).await?;
     respond(&ctx, outcome, &warnings)
 }

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use crate::context::{route, Context};
 use crate::expectations::Expectations;
 use crate::owned::{self, PodHandlers, Updates};
-use crate::util::run_workers;
+use crate::util::{node_ready_condition, run_workers};
 use crate::workqueue::WorkQueue;
 /// Upstream's concurrent DaemonSet syncs default.
 const WORKERS: usize = 2;
@@ -132,13 +132,7 @@ impl Controller {
     /// daemon pods belong; heartbeats and other status updates cannot.
     fn on_node(&self, n: Notification<Node>) {
         if let Notification::Update { old, new } = &n {
-            let ready = |n: &Node| {
-                n.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
-                    .map(|c| c.status.clone())
-            };
+            let ready = |n: &Node| node_ready_condition(n).map(|c| c.status.clone());
             if old.metadata.labels == new.metadata.labels
                 && old.spec == new.spec
                 && ready(old) == ready(new)

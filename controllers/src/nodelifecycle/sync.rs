@@ -10,7 +10,7 @@ use tinykube_client::{Api, ClientError, Patch};
 use super::eviction::{eviction, Eviction};
 use super::taints::{ready_status, reconciled_taints, silenced};
 use super::{node_ref, Controller};
-use crate::util::object_ref;
+use crate::util::{is_pod_ready, node_name, node_ready_condition, object_ref};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
@@ -24,11 +24,7 @@ pub enum SyncError {
 
 /// What the heartbeat of a node is made of: its Lease's renewTime and its Ready condition.
 fn heartbeat(node: &Node, lease: Option<&k8s_openapi::api::coordination::v1::Lease>) -> String {
-    let ready = node
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
+    let ready = node_ready_condition(node);
     let renewed = lease
         .and_then(|l| l.spec.as_ref())
         .and_then(|s| s.renew_time.as_ref());
@@ -45,7 +41,7 @@ fn heartbeat(node: &Node, lease: Option<&k8s_openapi::api::coordination::v1::Lea
 fn on_node<'a>(pods: &'a [std::sync::Arc<Pod>], node: &'a str) -> impl Iterator<Item = &'a Pod> {
     pods.iter()
         .map(|p| p.as_ref())
-        .filter(move |p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))
+        .filter(move |p| node_name(p) == node)
         .filter(|p| p.metadata.deletion_timestamp.is_none())
 }
 
@@ -98,13 +94,7 @@ impl Controller {
     async fn mark_pods_not_ready(&self, node: &str, now: Timestamp) {
         let pods = self.pods.list();
         for pod in on_node(&pods, node) {
-            let ready = pod
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
-                .is_some_and(|c| c.status == "True");
-            if !ready {
+            if !is_pod_ready(pod) {
                 continue;
             }
             let ns = pod.metadata.namespace.as_deref().unwrap_or("default");

@@ -21,11 +21,11 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{json, Value};
-use tinykube_client::reflector::Store;
+use tinykube_client::reflector::{key_of, Store};
 use tinykube_client::{Api, ClientError, Patch};
 
 use crate::context::Context;
-use crate::util::is_pod_terminal;
+use crate::util::{is_pod_terminal, node_name, node_ready_condition};
 
 /// The taint that says a node is shut down for good and its pods may go.
 pub const OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
@@ -114,15 +114,6 @@ pub fn terminated_beyond(pods: &[Arc<Pod>], threshold: usize) -> Vec<Arc<Pod>> {
     terminated
 }
 
-/// Whether the node's Ready condition is True.
-fn is_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-        .is_some_and(|c| c.status == "True")
-}
-
 /// Whether the node is down for good: not Ready and tainted out-of-service.
 pub fn is_out_of_service(node: &Node) -> bool {
     let tainted = node
@@ -130,22 +121,8 @@ pub fn is_out_of_service(node: &Node) -> bool {
         .as_ref()
         .and_then(|s| s.taints.as_ref())
         .is_some_and(|ts| ts.iter().any(|t| t.key == OUT_OF_SERVICE));
-    tainted && !is_ready(node)
-}
-
-fn node_name(pod: &Pod) -> &str {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .unwrap_or("")
-}
-
-fn pod_key(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
+    let ready = node_ready_condition(node).is_some_and(|c| c.status == "True");
+    tainted && !ready
 }
 
 impl Controller {
@@ -237,7 +214,7 @@ impl Controller {
         pod: &Pod,
         condition: Option<Value>,
     ) -> Result<(), GcError> {
-        let key = pod_key(pod);
+        let key = key_of(pod);
         tracing::info!(pod = %key, "PodGC is force deleting Pod");
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let name = pod.metadata.name.as_deref().unwrap_or_default();

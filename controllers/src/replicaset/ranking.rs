@@ -9,17 +9,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::util::ready_since;
+use crate::util::{node_name, ready_since};
 
 /// Upstream's annotation for the relative cost of deleting a pod.
 pub const DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
-
-fn node(pod: &Pod) -> &str {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .unwrap_or("")
-}
 
 fn phase_rank(pod: &Pod) -> u8 {
     match pod.status.as_ref().and_then(|s| s.phase.as_deref()) {
@@ -49,7 +42,7 @@ fn restarts(pod: &Pod) -> i32 {
 
 /// Whether `a` should be deleted before `b`; `rank` is how many related pods share the node.
 fn delete_first(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize) -> Ordering {
-    let unassigned = |p: &Pod| !node(p).is_empty();
+    let unassigned = |p: &Pod| !node_name(p).is_empty();
     let ready = |p: &Pod| ready_since(p).is_some();
     unassigned(a)
         .cmp(&unassigned(b))
@@ -75,13 +68,13 @@ fn delete_first(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize) -> Ordering {
 pub fn pods_to_delete(pods: &[Arc<Pod>], n: usize) -> Vec<Arc<Pod>> {
     let mut per_node: HashMap<&str, usize> = HashMap::new();
     for p in pods {
-        if !node(p).is_empty() {
-            *per_node.entry(node(p)).or_default() += 1;
+        if !node_name(p).is_empty() {
+            *per_node.entry(node_name(p)).or_default() += 1;
         }
     }
     let mut ranked: Vec<(usize, Arc<Pod>)> = pods
         .iter()
-        .map(|p| (per_node.get(node(p)).copied().unwrap_or(0), p.clone()))
+        .map(|p| (per_node.get(node_name(p)).copied().unwrap_or(0), p.clone()))
         .collect();
     ranked.sort_by(|(ra, a), (rb, b)| delete_first(a, *ra, b, *rb));
     ranked.into_iter().take(n).map(|(_, p)| p).collect()

@@ -340,7 +340,8 @@ pub fn apply(
     Ok(merged)
 }
 
-fn set_managed_fields(obj: &mut Value, list: Vec<Value>) {
+/// Set `obj`'s `metadata.managedFields` to `list`, or remove it when `list` is empty.
+pub fn set_managed_fields(obj: &mut Value, list: Vec<Value>) {
     let Value::Object(fields) = obj else {
         return;
     };

@@ -29,6 +29,6 @@ mod set;
 #[cfg(test)]
 mod tests;
 
-pub use entries::{apply, conflict_message, update, Conflict, Writer};
+pub use entries::{apply, conflict_message, set_managed_fields, update, Conflict, Writer};
 pub use ops::{compare, fields_of, merge, remove, Comparison, Scope};
 pub use set::{FieldSet, ManagedError, PathElement};
