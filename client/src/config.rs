@@ -91,12 +91,16 @@ impl Config {
         })
     }
 
-    /// Resolve `--kubeconfig` and `--master` as upstream components do: `master` overrides the
-    /// kubeconfig's server; without a kubeconfig flag, `$KUBECONFIG` is read if set.
+    /// Resolve `--kubeconfig` and `--master` as upstream components do (client-go's
+    /// BuildConfigFromFlags): `master` overrides the kubeconfig's server, and `master` alone is
+    /// enough. Only when neither flag is given is `$KUBECONFIG` read, so a component told where
+    /// its cluster is never follows a kubeconfig the user's shell happens to point at.
     pub fn load(kubeconfig: Option<&Path>, master: Option<&str>) -> Result<Config, ClientError> {
-        let path: Option<PathBuf> = kubeconfig
-            .map(Path::to_path_buf)
-            .or_else(|| std::env::var_os("KUBECONFIG").map(PathBuf::from));
+        let path: Option<PathBuf> = match (kubeconfig, master) {
+            (Some(p), _) => Some(p.to_path_buf()),
+            (None, Some(_)) => None,
+            (None, None) => std::env::var_os("KUBECONFIG").map(PathBuf::from),
+        };
         let mut config = match (&path, master) {
             (Some(p), _) => Config::from_kubeconfig(p)?,
             (None, Some(m)) => Config {
@@ -127,9 +131,36 @@ pub(crate) struct Inner {
     pub(crate) token: Option<String>,
 }
 
+/// Whether requests to `url` go direct whatever the proxy variables say: as Go's
+/// `http.ProxyFromEnvironment` (what kubectl and upstream's components use), a proxy is never
+/// used for `localhost` or a loopback address. reqwest, left alone, would send a local
+/// cluster's traffic to `$HTTP_PROXY`.
+pub fn proxy_exempt(url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let host = url.host_str().unwrap_or_default();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A reqwest client builder for talking to `url`: the proxy variables are honoured except
+/// where [`proxy_exempt`] says a proxy is never used.
+pub fn http_builder(url: &str) -> reqwest::ClientBuilder {
+    let builder = reqwest::Client::builder();
+    if proxy_exempt(url) {
+        builder.no_proxy()
+    } else {
+        builder
+    }
+}
+
 impl Client {
     pub fn new(config: Config) -> Result<Client, ClientError> {
-        let http = reqwest::Client::builder()
+        let http = http_builder(&config.server)
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("tinykube/", env!("CARGO_PKG_VERSION")))
             .build()?;
@@ -159,6 +190,21 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_servers_bypass_proxies_as_in_go() {
+        for url in [
+            "http://127.0.0.1:6443",
+            "https://localhost:6443/api",
+            "http://[::1]:80",
+            "http://127.9.8.7",
+        ] {
+            assert!(proxy_exempt(url), "{url}");
+        }
+        for url in ["http://10.0.0.1:6443", "https://example.com", "not a url"] {
+            assert!(!proxy_exempt(url), "{url}");
+        }
+    }
 
     #[test]
     fn kubeconfig_current_context_and_master_override() {

@@ -69,6 +69,9 @@ pub async fn spawn(
     };
     let mut child = Command::new(program)
         .args(args)
+        // Every component is told its cluster with --master; a kubeconfig the user's shell
+        // points at (perhaps one `rm -rf` removed) is not its business.
+        .env_remove("KUBECONFIG")
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(Stdio::from(stderr))

@@ -19,7 +19,7 @@ enum LogFormat {
 #[derive(Parser, Debug)]
 #[command(name = "tinykube-kubelet", version)]
 struct Flags {
-    /// kubeconfig of the cluster (default: $KUBECONFIG).
+    /// kubeconfig of the cluster (default: $KUBECONFIG, when --master is not given either).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
     /// API server URL; overrides the kubeconfig's server.

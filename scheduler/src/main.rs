@@ -9,7 +9,7 @@ use clap::Parser;
 #[derive(Parser, Debug)]
 #[command(name = "tinykube-scheduler", version)]
 struct Flags {
-    /// kubeconfig of the cluster (default: $KUBECONFIG).
+    /// kubeconfig of the cluster (default: $KUBECONFIG, when --master is not given either).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
     /// API server URL; overrides the kubeconfig's server.

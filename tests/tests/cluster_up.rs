@@ -22,10 +22,16 @@ struct Up {
 
 impl Up {
     fn start(data: &Path, extra: &[&str]) -> Up {
+        Up::start_with_env(data, extra, &[])
+    }
+
+    /// `start`, from a shell whose environment holds `env`.
+    fn start_with_env(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Up {
         let mut child = Command::new(binary("tinykube"))
             .args(["up", "--port", "0", "--data-dir"])
             .arg(data)
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -270,6 +276,47 @@ fn up_prints_the_export_line_and_every_node_is_ready() {
     let (_, names) = again.kubectl(&["get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"]);
     assert_eq!(names, "master0 worker0 worker1");
     assert!(eventually(WAIT, || phase(&again) == "Running"));
+}
+
+/// The README's tour in one shell: `export KUBECONFIG=…` as the summary says, Ctrl-C,
+/// `rm -rf tinykube-data`, `tinykube up` again. The components must use the cluster being
+/// started, not the removed kubeconfig the shell still exports, nor a proxy set for the
+/// outside world (Go clients never proxy loopback addresses; kubectl here is one).
+#[test]
+fn up_again_after_a_reset_ignores_the_shells_kubeconfig_and_proxies() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("tinykube-data");
+    let stale = data.join("kubeconfig").display().to_string();
+    // Nothing listens on port 9 of loopback: a proxied request fails at once.
+    let env = [
+        ("KUBECONFIG", stale.as_str()),
+        ("HTTP_PROXY", "http://127.0.0.1:9"),
+        ("http_proxy", "http://127.0.0.1:9"),
+        ("HTTPS_PROXY", "http://127.0.0.1:9"),
+        ("ALL_PROXY", "http://127.0.0.1:9"),
+    ];
+    let mut first = Up::start_with_env(&data, &["--nodes", "1"], &env);
+    assert!(first.stop(), "the first cluster stops cleanly");
+    std::fs::remove_dir_all(&data).unwrap();
+
+    let mut again = Up::start_with_env(&data, &["--nodes", "1"], &env);
+    let (ok, nodes) = again.kubectl(&["get", "nodes"]);
+    assert!(ok, "{nodes}");
+    assert_eq!(table_rows(&nodes)[1][..2], ["worker0", "Ready"], "{nodes}");
+    // The scheduler and controller manager run, so a Deployment gets its pod placed.
+    let (ok, out) = again.kubectl(&["create", "deployment", "web", "--image=nginx"]);
+    assert!(ok, "{out}");
+    assert!(
+        eventually(WAIT, || {
+            let (_, pods) = again.kubectl(&["get", "pods", "-o", "wide"]);
+            table_rows(&pods)
+                .iter()
+                .any(|r| r[2] == "Running" && r[6] == "worker0")
+        }),
+        "the pod runs; scheduler log: {}",
+        std::fs::read_to_string(data.join("logs/scheduler.log")).unwrap_or_default()
+    );
+    assert!(again.stop(), "the second cluster stops cleanly");
 }
 
 #[test]

@@ -63,7 +63,7 @@ type HttpPods = Arc<std::sync::Mutex<Option<Vec<(serde_json::Value, Pod)>>>>;
 /// Fetch the manifest URL every `--http-check-frequency` in the background (a slow server
 /// never delays the file source), keeping the last good answer.
 async fn poll_url(k: Arc<Kubelet>, url: String, out: HttpPods, shutdown: CancellationToken) {
-    let Ok(client) = reqwest::Client::builder()
+    let Ok(client) = tinykube_client::http_builder(&url)
         .timeout(Duration::from_secs(10))
         .build()
     else {
