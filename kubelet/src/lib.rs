@@ -85,6 +85,8 @@ pub(crate) struct PodRecord {
     pub owns_ip: bool,
     /// A static pod (from a manifest), not an API pod.
     pub is_static: bool,
+    /// Status writes of this pod under way (a drifted API copy is not re-asserted meanwhile).
+    pub writing: u32,
 }
 
 /// What one node knows about its pods.

@@ -240,6 +240,54 @@ pub fn readiness_delay(pod: &Pod) -> Duration {
     Duration::from_secs(secs)
 }
 
+/// Whether the API's copy of a pod's status says something else than this kubelet reports:
+/// another phase or pod IP, a condition with another status (the node lifecycle controller
+/// marks the pods of a lost node not Ready), a container with another readiness or state.
+/// Timestamps and messages are not compared: they follow from these.
+pub fn drifted(api: Option<&PodStatus>, ours: &PodStatus) -> bool {
+    let Some(api) = api else {
+        return true;
+    };
+    let condition = |type_: &str| {
+        api.conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == type_)
+            .map(|c| c.status.as_str())
+    };
+    let state = |c: &k8s_openapi::api::core::v1::ContainerStatus| {
+        c.state.as_ref().map(|s| {
+            (
+                s.running.is_some(),
+                s.waiting.is_some(),
+                s.terminated.is_some(),
+            )
+        })
+    };
+    let container_drifted = |ours: &k8s_openapi::api::core::v1::ContainerStatus| {
+        let theirs = api
+            .container_statuses
+            .iter()
+            .flatten()
+            .find(|c| c.name == ours.name);
+        theirs.is_none_or(|t| {
+            t.ready != ours.ready || t.started != ours.started || state(t) != state(ours)
+        })
+    };
+    api.phase != ours.phase
+        || (ours.pod_ip.is_some() && api.pod_ip != ours.pod_ip)
+        || ours
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| condition(&c.type_) != Some(c.status.as_str()))
+        || ours
+            .container_statuses
+            .iter()
+            .flatten()
+            .any(container_drifted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,6 +367,70 @@ mod tests {
                     .map(|(_, _, to)| to.clone());
                 assert_eq!(stage.next(input), expected, "{stage:?} on {input:?}");
             }
+        }
+    }
+
+    #[test]
+    fn drift_is_a_different_phase_ip_condition_or_container() {
+        let p = pod(json!({"containers": [{"name": "nginx", "image": "nginx:1.14.2"}]}));
+        let ours = Stage::Ready.status(&p, &facts()).unwrap();
+        let with = |f: &dyn Fn(&mut PodStatus)| {
+            let mut s = ours.clone();
+            f(&mut s);
+            s
+        };
+        let not_ready = |s: &mut PodStatus| {
+            for c in s.conditions.iter_mut().flatten() {
+                if c.type_ == "Ready" {
+                    c.status = "False".into();
+                    c.reason = Some("NodeNotReady".into());
+                }
+            }
+        };
+        let cases: Vec<(&str, Option<PodStatus>, bool)> = vec![
+            ("the same", Some(ours.clone()), false),
+            (
+                "other timestamps and messages",
+                Some(with(&|s| {
+                    s.start_time = None;
+                    for c in s.conditions.iter_mut().flatten() {
+                        c.last_transition_time = None;
+                        c.message = Some("x".into());
+                    }
+                })),
+                false,
+            ),
+            ("no status", None, true),
+            (
+                "marked not ready by the node lifecycle controller",
+                Some(with(&not_ready)),
+                true,
+            ),
+            (
+                "another phase",
+                Some(with(&|s| s.phase = Some("Pending".into()))),
+                true,
+            ),
+            (
+                "another IP",
+                Some(with(&|s| s.pod_ip = Some("10.0.0.9".into()))),
+                true,
+            ),
+            (
+                "a container not ready",
+                Some(with(&|s| {
+                    s.container_statuses.as_mut().unwrap()[0].ready = false;
+                })),
+                true,
+            ),
+            (
+                "a container missing",
+                Some(with(&|s| s.container_statuses = None)),
+                true,
+            ),
+        ];
+        for (what, api, want) in cases {
+            assert_eq!(drifted(api.as_ref(), &ours), want, "{what}");
         }
     }
 

@@ -15,11 +15,12 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::CancellationToken;
 
 use crate::admission::{self, pod_requests};
-use crate::lifecycle::{readiness_delay, Facts, Input, Stage};
+use crate::lifecycle::{drifted, readiness_delay, Facts, Input, Stage};
 use crate::{Kubelet, NodeState, PodRecord};
 
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
-/// How often the cache is walked again, in case a notification was missed.
+/// How often the cache is walked again, in case a notification was missed, and statuses that
+/// drifted from ours are written again.
 const RESYNC: Duration = Duration::from_secs(10);
 
 pub fn is_mirror(pod: &Pod) -> bool {
@@ -67,6 +68,16 @@ fn resync(k: &Arc<Kubelet>) {
     let live: std::collections::HashSet<String> = pods.iter().map(|p| uid_of(p)).collect();
     for p in &pods {
         handle(k, p);
+        if let Some(n) = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .and_then(|name| k.node(name))
+        {
+            if p.metadata.deletion_timestamp.is_none() && !is_mirror(p) {
+                reassert(k, n, p);
+            }
+        }
     }
     for n in &k.nodes {
         let mut local = n.local();
@@ -126,6 +137,7 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
                 facts: Facts::none(),
                 owns_ip: false,
                 is_static: false,
+                writing: 0,
             });
             if let Some(next) = rec.stage.next(&Input::DeletionRequested) {
                 rec.stage = next;
@@ -141,7 +153,12 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
     }
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     let mut local = n.local();
-    if local.pods.contains_key(&uid) || matches!(phase, Some("Succeeded" | "Failed")) {
+    if local.pods.contains_key(&uid) {
+        // A drifted status is re-asserted by the resync, as upstream's status manager does in
+        // its periodic sync: a status a client patched stays visible for a while.
+        return;
+    }
+    if matches!(phase, Some("Succeeded" | "Failed")) {
         return;
     }
     let delay = readiness_delay(pod);
@@ -155,8 +172,11 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
         });
         local.pods.insert(uid.clone(), rec);
         drop(local);
-        if let Some(wait) = wait {
-            tokio::spawn(become_ready(k.clone(), n, pod.clone(), wait));
+        match wait {
+            Some(wait) => {
+                tokio::spawn(become_ready(k.clone(), n, pod.clone(), wait));
+            }
+            None => reassert(k, &n, pod),
         }
         return;
     }
@@ -180,6 +200,7 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
         },
         owns_ip: false,
         is_static: false,
+        writing: 0,
     };
     let input = match admission::admit(requests, used, count, k.capacity.allocatable) {
         Err(r) => Input::Reject {
@@ -198,6 +219,43 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
     local.pods.insert(uid.clone(), rec);
     drop(local);
     tokio::spawn(start(k.clone(), n, pod.clone(), input, delay));
+}
+
+/// Upstream's status manager: when the API's copy of a pod's status differs from what this
+/// kubelet reports (the node lifecycle controller marked the pods of a lost node not ready, a
+/// client patched the status), write ours again; at once for a pod taken over after a restart,
+/// else at the next resync (every 10 s, upstream's status sync period). A pod still being
+/// started, or with a write under way, is left to that write.
+fn reassert(k: &Arc<Kubelet>, n: &Arc<NodeState>, pod: &Arc<Pod>) {
+    {
+        let mut local = n.local();
+        let Some(rec) = local.pods.get_mut(&uid_of(pod)) else {
+            return;
+        };
+        let settled = matches!(
+            rec.stage,
+            Stage::Starting | Stage::Ready | Stage::Rejected { .. }
+        );
+        if !settled || rec.writing > 0 {
+            return;
+        }
+        let Some(ours) = rec.stage.status(pod, &rec.facts) else {
+            return;
+        };
+        if !drifted(pod.status.as_ref(), &ours) {
+            return;
+        }
+        if rec.stage == Stage::Ready {
+            // Ready again: the condition's transition is now.
+            rec.facts.ready_at = Some(crate::now());
+        }
+        // Counted here, so a notification arriving before the task starts writes nothing.
+        rec.writing += 1;
+    }
+    let (k, n, pod) = (k.clone(), n.clone(), pod.clone());
+    tokio::spawn(async move {
+        write_status_counted(&k, &n, &pod).await;
+    });
 }
 
 /// A pod found running after a restart of the kubelet: take it over as it is.
@@ -225,6 +283,7 @@ fn adopt(n: &NodeState, pod: &Pod) -> Option<PodRecord> {
             ready_at: ready.then_some(started_at),
         },
         is_static: false,
+        writing: 0,
     })
 }
 
@@ -299,6 +358,22 @@ async fn become_ready(k: Arc<Kubelet>, n: Arc<NodeState>, pod: Arc<Pod>, wait: D
 
 /// Write the status of the pod's current stage, retrying while the pod is still ours.
 async fn write_status(k: &Kubelet, n: &NodeState, pod: &Pod) {
+    match n.local().pods.get_mut(&uid_of(pod)) {
+        Some(rec) => rec.writing += 1,
+        None => return,
+    }
+    write_status_counted(k, n, pod).await;
+}
+
+/// [`write_status`] for a caller that already counted the write in `PodRecord::writing`.
+async fn write_status_counted(k: &Kubelet, n: &NodeState, pod: &Pod) {
+    write_current_status(k, n, pod).await;
+    if let Some(rec) = n.local().pods.get_mut(&uid_of(pod)) {
+        rec.writing = rec.writing.saturating_sub(1);
+    }
+}
+
+async fn write_current_status(k: &Kubelet, n: &NodeState, pod: &Pod) {
     let uid = uid_of(pod);
     let api: Api<Pod> = Api::namespaced(
         k.client.clone(),

@@ -275,6 +275,21 @@ fn a_killed_kubelet_leaves_its_node_unknown_and_unreachable_until_it_returns() {
     );
     assert!(!deleting("steadfast"));
     assert!(!deleting("plain"), "the admission default tolerates 300 s");
+    // The node lifecycle controller marked the pods of the lost node not ready.
+    let pod_ready = |name: &str| {
+        server
+            .kubectl(&[
+                "get",
+                "pod",
+                name,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+            ])
+            .ok()
+            .to_string()
+    };
+    assert_eq!(pod_ready("steadfast"), "False");
+    assert_eq!(pod_ready("plain"), "False");
 
     kubelet.restart().unwrap();
     assert!(
@@ -282,5 +297,14 @@ fn a_killed_kubelet_leaves_its_node_unknown_and_unreachable_until_it_returns() {
             && taints(&server, "worker0").is_empty()),
         "taints left after the kubelet returned: {}",
         taints(&server, "worker0")
+    );
+    // The kubelet that came back re-asserts the status of the pods it runs, as upstream's
+    // status manager does when the API's copy differs from its own.
+    assert!(
+        eventually(Duration::from_secs(10), || pod_ready("steadfast") == "True"
+            && pod_ready("plain") == "True"),
+        "pods left not ready: steadfast {}, plain {}",
+        pod_ready("steadfast"),
+        pod_ready("plain")
     );
 }

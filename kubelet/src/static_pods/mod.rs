@@ -257,6 +257,7 @@ fn apply(n: &NodeState, desired: Vec<StaticPod>) {
                     ready_at: delay.is_zero().then_some(now),
                 },
                 is_static: true,
+                writing: 0,
             },
         );
         tracing::info!(pod = %key, "static pod started");
@@ -358,8 +359,11 @@ fn plan(k: &Kubelet, n: &NodeState) -> Vec<Action> {
                     continue;
                 }
                 let uid = p.metadata.uid.clone().unwrap_or_default();
-                if s.mirror_written.as_ref() != Some(&(uid, rec.stage.clone())) {
-                    if let Some(status) = rec.stage.status(&s.pod, &rec.facts) {
+                let written = s.mirror_written.as_ref() == Some(&(uid, rec.stage.clone()));
+                if let Some(status) = rec.stage.status(&s.pod, &rec.facts) {
+                    // Written again when the API's copy drifted (a lost node's pods are
+                    // marked not ready), as for any pod of ours.
+                    if !written || crate::lifecycle::drifted(p.status.as_ref(), &status) {
                         out.push(Action::Status {
                             key: key.clone(),
                             mirror: p.clone(),
