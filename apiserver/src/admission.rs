@@ -1,5 +1,6 @@
 //! Admission that needs other objects: the namespace must exist and not be terminating, a pod's
-//! priority comes from its PriorityClass, a new Node gets the not-ready taint
+//! priority comes from its PriorityClass and its overhead and scheduling constraints from its
+//! RuntimeClass, a new Node gets the not-ready taint
 //! (TaintNodesByCondition), a Namespace its `kubernetes.io/metadata.name` label.
 
 use serde_json::{json, Value};
@@ -46,7 +47,10 @@ pub fn check_namespace(state: &AppState, info: &ResourceInfo, obj: &Value) -> Ap
 /// Mutations that depend on other objects, applied before validation.
 pub fn on_create(state: &AppState, info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
     match (info.group, info.kind) {
-        ("", "Pod") => resolve_priority(state, info, obj),
+        ("", "Pod") => {
+            resolve_priority(state, info, obj)?;
+            resolve_runtime_class(state, info, obj)
+        }
         ("", "Node") => {
             taint_not_ready(obj);
             Ok(())
@@ -133,6 +137,110 @@ fn resolve_priority(state: &AppState, info: &ResourceInfo, pod: &mut Value) -> A
         spec.insert("preemptionPolicy".into(), policy.into());
     }
     Ok(())
+}
+
+/// RuntimeClass admission: a pod naming a RuntimeClass gets the class's `overhead.podFixed` as
+/// its `spec.overhead` (which the scheduler and the kubelet count with its requests) and the
+/// class's node selector and tolerations; an unknown class, or an overhead the class does not
+/// define, is refused with upstream's messages.
+fn resolve_runtime_class(state: &AppState, info: &ResourceInfo, pod: &mut Value) -> ApiResult<()> {
+    let rc_info = registry::lookup("node.k8s.io", "v1", "runtimeclasses").expect("served");
+    let refuse = |pod: &Value, why: String| forbidden(info, object::name(pod), why);
+    let class = match pod
+        .pointer("/spec/runtimeClassName")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
+        Some(name) => Some(state.objects.try_get(rc_info, None, name)?.ok_or_else(|| {
+            refuse(
+                pod,
+                format!("pod rejected: RuntimeClass {name:?} not found"),
+            )
+        })?),
+        None => None,
+    };
+    let defined = class
+        .as_ref()
+        .and_then(|c| c.pointer("/overhead/podFixed"))
+        .filter(|o| !o.is_null())
+        .cloned();
+    let given = pod.pointer("/spec/overhead").filter(|o| !o.is_null());
+    match (&defined, given) {
+        (Some(d), Some(g)) if !same_quantities(d, g) => {
+            return Err(refuse(
+                pod,
+                "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead".into(),
+            ))
+        }
+        (None, Some(_)) => return Err(refuse(
+            pod,
+            "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"
+                .into(),
+        )),
+        _ => {}
+    }
+    let Some(class) = class else {
+        return Ok(());
+    };
+    let selector = class
+        .pointer("/scheduling/nodeSelector")
+        .and_then(Value::as_object);
+    let mut node_selector = pod
+        .pointer("/spec/nodeSelector")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for (key, want) in selector.into_iter().flatten() {
+        if let Some(have) = node_selector.get(key).filter(|have| *have != want) {
+            let (want, have) = (want.as_str().unwrap_or(""), have.as_str().unwrap_or(""));
+            return Err(refuse(
+                pod,
+                format!("conflict: runtimeClass.scheduling.nodeSelector[{key}] = {want}; pod.spec.nodeSelector[{key}] = {have}"),
+            ));
+        }
+        node_selector.insert(key.clone(), want.clone());
+    }
+    let mut tolerations = pod
+        .pointer("/spec/tolerations")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for t in class
+        .pointer("/scheduling/tolerations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if !tolerations.contains(t) {
+            tolerations.push(t.clone());
+        }
+    }
+    if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
+        if let Some(d) = defined {
+            spec.insert("overhead".into(), d);
+        }
+        if !node_selector.is_empty() {
+            spec.insert("nodeSelector".into(), Value::Object(node_selector));
+        }
+        if !tolerations.is_empty() {
+            spec.insert("tolerations".into(), Value::Array(tolerations));
+        }
+    }
+    Ok(())
+}
+
+/// Two resource lists with the same resources and equal quantities (`1000m` is `1`).
+fn same_quantities(a: &Value, b: &Value) -> bool {
+    use tinykube_proto::quantity::Quantity;
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    let parse = |v: &Value| v.as_str().and_then(|s| Quantity::parse(s).ok());
+    a.len() == b.len()
+        && a.iter().all(|(k, v)| {
+            b.get(k)
+                .is_some_and(|w| parse(v).is_some() && parse(v) == parse(w))
+        })
 }
 
 /// TaintNodesByCondition: a new node is not ready until its kubelet says so.

@@ -102,6 +102,7 @@ fn schemas_for(group: &str) -> Map<String, Value> {
             add::<policy::Eviction>(&mut gen);
         }
         "scheduling.k8s.io" => add::<scheduling::PriorityClass>(&mut gen),
+        "node.k8s.io" => add::<tinykube_proto::api::api::node::v1::RuntimeClass>(&mut gen),
         _ => {}
     }
     gen.take_definitions(true)
@@ -113,6 +114,7 @@ fn schema_name(info: &ResourceInfo) -> String {
         "coordination.k8s.io" => "coordination".to_string(),
         "events.k8s.io" => "events".to_string(),
         "scheduling.k8s.io" => "scheduling".to_string(),
+        "node.k8s.io" => "node".to_string(),
         g => g.to_string(),
     };
     format!("io.k8s.api.{package}.{}.{}", info.version, info.kind)

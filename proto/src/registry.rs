@@ -328,6 +328,20 @@ pub static RESOURCES: &[ResourceInfo] = &[
         subresources: &[],
         has_generation: false,
     },
+    ResourceInfo {
+        group: "node.k8s.io",
+        version: "v1",
+        kind: "RuntimeClass",
+        list_kind: "RuntimeClassList",
+        plural: "runtimeclasses",
+        singular: "runtimeclass",
+        short_names: NONE,
+        categories: NONE,
+        namespaced: false,
+        verbs: CRUD_VERBS,
+        subresources: &[],
+        has_generation: false,
+    },
 ];
 
 /// Groups in the order `/apis` lists them (the core group is served under `/api`).
@@ -337,6 +351,7 @@ pub const GROUPS: &[&str] = &[
     "policy",
     "scheduling.k8s.io",
     "coordination.k8s.io",
+    "node.k8s.io",
 ];
 
 /// The resource served at `group/version/plural`.

@@ -248,6 +248,14 @@ pub fn priority_class(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
     ]
 }
 
+pub fn runtime_class(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    vec![
+        name(obj).into(),
+        s(obj, "/handler").into(),
+        age(obj, now).into(),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,6 +50,7 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("coordination.k8s.io", "Lease") => "Lease",
         ("policy", "PodDisruptionBudget") => "PodDisruptionBudget",
         ("scheduling.k8s.io", "PriorityClass") => "PriorityClass",
+        ("node.k8s.io", "RuntimeClass") => "RuntimeClass",
         _ => "Default",
     }
 }
@@ -77,6 +78,7 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "Lease" => cluster::lease(obj, now),
         "PodDisruptionBudget" => cluster::pdb(obj, now),
         "PriorityClass" => cluster::priority_class(obj, now),
+        "RuntimeClass" => cluster::runtime_class(obj, now),
         _ => vec![
             name(obj).into(),
             obj.pointer("/metadata/creationTimestamp")

@@ -6,6 +6,7 @@
 mod cluster;
 pub mod field;
 pub mod names;
+mod node;
 mod pod;
 mod podspec;
 mod workloads;
@@ -72,6 +73,7 @@ pub fn strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("apps", "DaemonSet") => &WorkloadStrategy(Workload::DaemonSet),
         ("policy", "PodDisruptionBudget") => &cluster::PdbStrategy,
         ("scheduling.k8s.io", "PriorityClass") => &cluster::PriorityClassStrategy,
+        ("node.k8s.io", "RuntimeClass") => &node::RuntimeClassStrategy,
         ("", "Event")
         | ("events.k8s.io", "Event")
         | ("coordination.k8s.io", "Lease")
