@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 use tinykube_proto::registry::{self, ResourceInfo, Subresource};
 
 use crate::error::{ApiError, ApiResult};
+use crate::fnv::{fnv1a_64, OFFSET_BASIS_64};
 use crate::handlers::json_response;
 use crate::request::accept_ranges;
 
@@ -77,17 +78,14 @@ fn aggregated_response(body: &Value, pretty: bool) -> Response {
     );
     h.insert(header::VARY, HeaderValue::from_static("Accept"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
-    let etag = format!("\"{:016X}\"", fnv(body.to_string().as_bytes()));
+    let etag = format!(
+        "\"{:016X}\"",
+        fnv1a_64(OFFSET_BASIS_64, body.to_string().as_bytes())
+    );
     if let Ok(v) = HeaderValue::from_str(&etag) {
         h.insert(header::ETAG, v);
     }
     resp
-}
-
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
-    })
 }
 
 fn response_kind(group: Option<&str>, version: Option<&str>, kind: &str) -> Value {

@@ -10,6 +10,7 @@ mod discovery;
 mod error;
 mod fieldmanager;
 mod filter;
+mod fnv;
 pub mod handlers;
 mod object;
 mod openapi;

@@ -19,6 +19,7 @@ use tinykube_proto::api::api::{
 use tinykube_proto::registry::{self, ResourceInfo};
 
 use crate::error::ApiResult;
+use crate::fnv::{fnv1a_64, OFFSET_BASIS_64};
 
 /// A served group version's document and its hash.
 struct Doc {
@@ -26,17 +27,12 @@ struct Doc {
     hash: String,
 }
 
+/// A stable content hash for cache URLs: two FNV-1a passes with different seeds.
 fn hash_hex(bytes: &[u8]) -> String {
-    // Two FNV-1a passes with different seeds: a stable content hash for cache URLs.
-    let h = |seed: u64| {
-        bytes
-            .iter()
-            .fold(seed, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100000001b3))
-    };
     format!(
         "{:016X}{:016X}",
-        h(0xcbf29ce484222325),
-        h(0x84222325cbf29ce4)
+        fnv1a_64(OFFSET_BASIS_64, bytes),
+        fnv1a_64(0x8422_2325_cbf2_9ce4, bytes)
     )
 }
 

@@ -88,7 +88,7 @@ pub fn truthy(v: &Option<String>) -> bool {
 
 impl Query {
     pub fn parse(raw: Option<&str>) -> ApiResult<Query> {
-        serde_urlencoded_parse(raw.unwrap_or(""))
+        decode_query(raw.unwrap_or(""))
     }
 
     pub fn is_watch(&self) -> bool {
@@ -116,51 +116,31 @@ impl Query {
     }
 }
 
-fn serde_urlencoded_parse(raw: &str) -> ApiResult<Query> {
-    // Decode by hand into a map, then into the struct: repeated keys keep the first value.
+/// Decode a query string with `form_urlencoded` (`+` and `%XX` escapes; bytes that are not
+/// UTF-8 become U+FFFD) into the struct; repeated keys keep the first value. A `%` without two
+/// hex digits after it is a 400, as Go's `url.ParseQuery` refuses it (`form_urlencoded` would
+/// keep it as text).
+fn decode_query(raw: &str) -> ApiResult<Query> {
+    check_escapes(raw)?;
     let mut map = serde_json::Map::new();
-    for pair in raw.split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let k = percent_decode(k)?;
-        let v = percent_decode(v)?;
-        map.entry(k).or_insert(Value::String(v));
+    for (k, v) in form_urlencoded::parse(raw.as_bytes()) {
+        map.entry(k).or_insert(Value::String(v.into_owned()));
     }
     serde_json::from_value(Value::Object(map))
         .map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))
 }
 
-/// Decode `%XX` escapes and `+` as a space.
-pub fn percent_decode(s: &str) -> ApiResult<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz");
-                let b = u8::from_str_radix(hex, 16).map_err(|_| {
-                    ApiError::BadRequest(format!("invalid URL escape {:?}", &s[i..]))
-                })?;
-                out.push(b);
-                i += 3;
-            }
-            b'%' => {
-                return Err(ApiError::BadRequest(format!(
-                    "invalid URL escape {:?}",
-                    &s[i..]
-                )))
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
+/// Every `%` must start an escape of two hex digits; the error quotes the bad escape as Go's
+/// `url.EscapeError` does.
+fn check_escapes(raw: &str) -> ApiResult<()> {
+    for (at, _) in raw.match_indices('%') {
+        let hex = raw.as_bytes().get(at + 1..at + 3);
+        if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
+            let bad: String = raw[at..].chars().take(3).collect();
+            return Err(ApiError::BadRequest(format!("invalid URL escape {bad:?}")));
         }
     }
-    String::from_utf8(out).map_err(|_| ApiError::BadRequest("query is not UTF-8".into()))
+    Ok(())
 }
 
 /// The representation a client asked for in `Accept`.
@@ -383,5 +363,30 @@ mod tests {
         assert_eq!(q.label_selector.as_deref(), Some("app=web,tier in (a)"));
         assert!(q.is_watch());
         assert!(Query::parse(Some("limit=%zz")).is_err());
+    }
+
+    #[test]
+    fn query_refuses_malformed_escapes_as_go() {
+        let cases = [
+            ("limit=%zz", Some("%zz")),
+            ("limit=5%", Some("%")),
+            ("limit=%4", Some("%4")),
+            ("limit=%+1", Some("%+1")),
+            ("lim%zzit=5", Some("%zz")),
+            ("labelSelector=a%3Db", None),
+            ("fieldManager=k%C3%BCbectl&limit=5", None),
+        ];
+        for (raw, bad) in cases {
+            match (Query::parse(Some(raw)), bad) {
+                (Ok(_), None) => {}
+                (Err(ApiError::BadRequest(m)), Some(b)) => {
+                    assert_eq!(m, format!("invalid URL escape {b:?}"), "{raw}")
+                }
+                (other, _) => panic!("{raw}: {other:?}"),
+            }
+        }
+        let q = Query::parse(Some("limit=5&limit=6&fieldManager=k%C3%BCbectl")).unwrap();
+        assert_eq!(q.limit.as_deref(), Some("5"));
+        assert_eq!(q.field_manager.as_deref(), Some("kübectl"));
     }
 }

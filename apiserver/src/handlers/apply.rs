@@ -11,7 +11,8 @@ use axum::response::Response;
 use serde_json::Value;
 use tinykube_proto::managed::{self, Conflict};
 
-use super::write::{self, apply_update, respond, FieldValidation, Track};
+use super::decode::{admit_body, name_as_on_url, place_in_namespace, FieldValidation};
+use super::persist::{change_stored, create_object, manager_of, respond, update_rules, Track};
 use super::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager::{self, Manager};
@@ -44,9 +45,9 @@ fn decode_config(ctx: &Ctx, body: &[u8], name: &str) -> ApiResult<(Value, Vec<St
     let info = ctx.target.info;
     let raw = decode_body(body, BodyFormat::Yaml, info.kind)?;
     let validation = FieldValidation::parse(ctx.query.field_validation.as_deref())?;
-    let (mut config, warnings) = write::admit_body(info, raw, validation)?;
-    write::name_as_on_url(&mut config, name)?;
-    write::place_in_namespace(ctx, &mut config)?;
+    let (mut config, warnings) = admit_body(info, raw, validation)?;
+    name_as_on_url(&mut config, name)?;
+    place_in_namespace(ctx, &mut config)?;
     Ok((config, warnings))
 }
 
@@ -64,7 +65,7 @@ pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
             )],
         });
     }
-    let manager = write::manager_of(&ctx);
+    let manager = manager_of(&ctx);
     let force = truthy(&ctx.query.force);
     let (config, warnings) = decode_config(&ctx, body, &name)?;
     let sub = ctx.target.subresource.clone();
@@ -81,11 +82,11 @@ pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
             has_status,
         )
         .map_err(|c| conflict_error(&c))?;
-        apply_update(info, sub.as_deref(), &current, merged, Track::Kept)
+        update_rules(info, sub.as_deref(), &current, merged, Track::Kept)
     };
     // A missing object is created; one created by someone else meanwhile is updated.
     for _ in 0..ATTEMPTS {
-        match write::change_stored(&ctx, &mut run).await {
+        match change_stored(&ctx, &mut run).await {
             Err(ApiError::NotFound { .. }) if sub.is_none() => {
                 match create(&ctx, &config, &manager, force, warnings.clone()).await {
                     Err(ApiError::AlreadyExists { .. }) => continue,
@@ -116,5 +117,5 @@ async fn create(
         info.has_status(),
     )
     .map_err(|c| conflict_error(&c))?;
-    write::create_object(ctx, obj, warnings, Track::Kept).await
+    create_object(ctx, obj, warnings, Track::Kept).await
 }

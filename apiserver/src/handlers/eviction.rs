@@ -11,9 +11,9 @@ use serde_json::{json, Value};
 use tinykube_proto::labels::Selector;
 use tinykube_proto::registry::{self, ResourceInfo};
 
+use super::decode::decode_as;
 use super::delete::{delete_object, DeleteOptions};
-use super::subresource::{decode_as, success};
-use super::{json_response, Ctx};
+use super::{json_response, success, Ctx};
 use crate::error::{ApiError, ApiResult, Qualified};
 use crate::object;
 use crate::state::AppState;

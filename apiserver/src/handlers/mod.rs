@@ -2,8 +2,10 @@
 //! to the handler of its verb. Also the JSON response helpers every handler uses.
 
 mod apply;
+mod decode;
 mod delete;
 mod eviction;
+mod persist;
 mod read;
 mod subresource;
 mod watch;
@@ -14,10 +16,10 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::error::{ApiError, ApiResult};
-use crate::request::{parse_target, Query, Target};
+use crate::request::{body_format, parse_target, BodyFormat, Query, Target};
 use crate::state::AppState;
 use crate::{discovery, openapi};
 
@@ -47,6 +49,11 @@ pub fn json_response(code: StatusCode, value: &Value, pretty: bool) -> Response 
         HeaderValue::from_static("application/json"),
     );
     resp
+}
+
+/// A `Status` of success with `code`: the answer to a binding or an eviction.
+fn success(code: StatusCode) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code.as_u16()})
 }
 
 /// Add `Warning: 299 - "…"` headers.
@@ -183,6 +190,8 @@ async fn route(
     let verb_allowed = |verb: &str| ctx.target.info.verbs.contains(&verb);
     let sub = ctx.target.subresource.clone();
     let has_name = ctx.target.name.is_some();
+    // Server-side apply is a PATCH told apart by its Content-Type.
+    let is_apply = matches!(body_format(&ctx.headers), Ok(BodyFormat::ApplyPatch));
     match (method, has_name, sub.as_deref()) {
         (Method::GET, false, None) if ctx.query.is_watch() => watch::watch(ctx).await,
         (Method::GET, false, None) if verb_allowed("list") => read::list(ctx),
@@ -212,6 +221,11 @@ async fn route(
             if verb_allowed("update") || sub.is_some() =>
         {
             write::update(ctx, &read_body(body).await?).await
+        }
+        (Method::PATCH, true, None | Some("status"))
+            if (verb_allowed("patch") || sub.is_some()) && is_apply =>
+        {
+            apply::apply(ctx, &read_body(body).await?).await
         }
         (Method::PATCH, true, None | Some("status")) if verb_allowed("patch") || sub.is_some() => {
             write::patch(ctx, &read_body(body).await?).await

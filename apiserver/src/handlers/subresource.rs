@@ -8,38 +8,16 @@ use serde_json::{json, Value};
 use tinykube_proto::labels::Selector;
 use tinykube_proto::registry::{self, ResourceInfo};
 
-use super::write::{admit_body, FieldValidation};
-use super::{json_response, Ctx};
+use super::decode::decode_as;
+use super::persist::{manager_of, update_rules, Track};
+use super::{json_response, success, Ctx};
 use crate::error::{ApiError, ApiResult, Qualified};
 use crate::object::{self, meta_mut};
-use crate::request::{body_format, decode_body, BodyFormat};
+use crate::request::{body_format, BodyFormat};
 use crate::storage::Change;
-
-pub(super) fn success(code: StatusCode) -> Value {
-    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code.as_u16()})
-}
 
 fn pods() -> &'static ResourceInfo {
     registry::lookup("", "v1", "pods").expect("pods are served")
-}
-
-pub(super) fn decode_as(
-    ctx: &Ctx,
-    body: &[u8],
-    kind_info: &ResourceInfo,
-    expected: &str,
-) -> ApiResult<Value> {
-    let format = body_format(&ctx.headers)?;
-    if !matches!(
-        format,
-        BodyFormat::Json | BodyFormat::Yaml | BodyFormat::Protobuf
-    ) {
-        return Err(ApiError::UnsupportedMediaType(
-            "application/json, application/yaml".into(),
-        ));
-    }
-    let raw = decode_body(body, format, expected)?;
-    Ok(admit_body(kind_info, raw, FieldValidation::Ignore)?.0)
 }
 
 /// Assign a pod to a node, as the scheduler does through pods/binding.
@@ -205,7 +183,7 @@ pub async fn update_scale(ctx: Ctx, body: &[u8], is_patch: bool) -> ApiResult<Re
     let name = ctx.target.name.clone().unwrap_or_default();
     let ns = ctx.target.namespace.clone();
     let format = body_format(&ctx.headers)?;
-    let manager = super::write::manager_of(&ctx);
+    let manager = manager_of(&ctx);
     let doc: Value = serde_json::from_slice(body).map_err(|e| {
         ApiError::BadRequest(format!(
             "error decoding body: {}",
@@ -260,12 +238,12 @@ pub async fn update_scale(ctx: Ctx, body: &[u8], is_patch: bool) -> ApiResult<Re
             if let Some(spec) = next.get_mut("spec").and_then(Value::as_object_mut) {
                 spec.insert("replicas".into(), replicas.into());
             }
-            super::write::apply_update(
+            update_rules(
                 info,
                 None,
                 &current,
                 next,
-                super::write::Track::Update(&manager, Some("scale")),
+                Track::Update(&manager, Some("scale")),
             )
         })
         .await?;

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::field::FieldError;
-use super::names::{validate_object_meta, NameRule};
+use super::names::{config_key_errors, validate_object_meta, NameRule};
 use super::Strategy;
 
 const EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
@@ -112,15 +112,11 @@ impl Strategy for ConfigMapStrategy {
             if let Some(Value::Object(m)) = obj.get(field) {
                 for (k, v) in m {
                     size += v.as_str().map(str::len).unwrap_or(0);
-                    let ok = !k.is_empty()
-                        && k.len() <= 253
-                        && k.chars()
-                            .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
-                    if !ok {
+                    for problem in config_key_errors(k) {
                         errs.push(FieldError::invalid(
                             format!("{field}[{k}]"),
                             k.as_str(),
-                            "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+                            problem,
                         ));
                     }
                 }

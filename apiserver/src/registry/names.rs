@@ -1,5 +1,6 @@
-//! Name and metadata validation shared by every kind: DNS-1123 subdomains and labels, label
-//! and annotation syntax, with upstream apimachinery's wording.
+//! Name and metadata validation shared by every kind: DNS-1123 subdomains and labels, ConfigMap
+//! keys, label and annotation syntax, with upstream apimachinery's wording. The apiserver's one
+//! place for these syntaxes.
 
 use serde_json::Value;
 use tinykube_proto::labels::{validate_key, validate_value};
@@ -7,6 +8,7 @@ use tinykube_proto::labels::{validate_key, validate_value};
 use super::field::FieldError;
 
 const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
 const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
 /// Which rule a kind's names follow.
@@ -46,6 +48,19 @@ pub fn label_errors(s: &str) -> Vec<String> {
         out.push(LABEL_MSG.to_string());
     }
     out
+}
+
+/// Problems with a ConfigMap data key (empty when valid): at most 253 of `[-._a-zA-Z0-9]`.
+pub fn config_key_errors(s: &str) -> Vec<String> {
+    let ok = !s.is_empty()
+        && s.len() <= 253
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
+    if ok {
+        Vec::new()
+    } else {
+        vec![CONFIG_KEY_MSG.to_string()]
+    }
 }
 
 /// Validate a name at `field` by `rule`.
@@ -155,6 +170,23 @@ mod tests {
             e.message(),
             format!("Invalid value: \"Bad_Name\": {SUBDOMAIN_MSG}")
         );
+    }
+
+    #[test]
+    fn config_keys_are_checked() {
+        let long = "k".repeat(254);
+        let cases = [
+            ("key.name", 0),
+            ("KEY_NAME", 0),
+            ("key-name", 0),
+            ("", 1),
+            ("a/b", 1),
+            ("a b", 1),
+            (long.as_str(), 1),
+        ];
+        for (key, n) in cases {
+            assert_eq!(config_key_errors(key).len(), n, "{key}");
+        }
     }
 
     #[test]

@@ -1,0 +1,194 @@
+//! From a request body to an object of the endpoint's kind: the kind and apiVersion checks,
+//! decoding through the kind's type with `fieldValidation`, and the name and namespace the URL
+//! gives the object. Every handler that takes an object in its body uses it.
+
+use serde_json::Value;
+use tinykube_proto::registry::ResourceInfo;
+
+use super::Ctx;
+use crate::convert;
+use crate::error::{ApiError, ApiResult};
+use crate::object::{self, meta_mut};
+use crate::request::{body_format, decode_body, BodyFormat};
+
+/// How unknown fields are treated (`fieldValidation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+impl FieldValidation {
+    pub(super) fn parse(v: Option<&str>) -> ApiResult<Self> {
+        match v {
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some(other) => Err(ApiError::BadRequest(format!(
+                "fieldValidation parameter unsupported: {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Group and kind of the schema a body is checked against.
+fn schema_of(info: &ResourceInfo) -> (&'static str, &'static str) {
+    (info.group, info.kind)
+}
+
+/// Quantity fields that YAML often writes as numbers (`cpu: 1`): upstream accepts them, the
+/// typed decoder wants strings.
+const QUANTITY_MAPS: &[&str] = &["limits", "requests", "capacity", "allocatable", "overhead"];
+
+fn stringify_quantities(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m.iter_mut() {
+                if QUANTITY_MAPS.contains(&k.as_str()) {
+                    if let Value::Object(q) = child {
+                        for val in q.values_mut() {
+                            if let Value::Number(n) = val {
+                                *val = Value::String(n.to_string());
+                            }
+                        }
+                    }
+                } else if k == "sizeLimit" {
+                    if let Value::Number(n) = child {
+                        *child = Value::String(n.to_string());
+                    }
+                }
+                stringify_quantities(child);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(stringify_quantities),
+        _ => {}
+    }
+}
+
+/// Check a body's kind and apiVersion (defaulting them from the endpoint), decode it through
+/// its type, and apply `fieldValidation` to unknown fields. Returns the object in stored form
+/// and the warnings for the client.
+pub(super) fn admit_body(
+    info: &ResourceInfo,
+    mut raw: Value,
+    validation: FieldValidation,
+) -> ApiResult<(Value, Vec<String>)> {
+    let api_version = info.api_version();
+    {
+        let map = raw
+            .as_object_mut()
+            .ok_or_else(|| ApiError::BadRequest("body is not an object".into()))?;
+        match map.get("apiVersion").and_then(Value::as_str) {
+            None | Some("") => {
+                map.insert("apiVersion".into(), api_version.clone().into());
+            }
+            Some(v) if v == api_version => {}
+            Some(v) => {
+                return Err(ApiError::BadRequest(format!(
+                    "the API version in the data ({v}) does not match the expected API version ({api_version})"
+                )))
+            }
+        }
+        match map.get("kind").and_then(Value::as_str) {
+            None | Some("") => {
+                map.insert("kind".into(), info.kind.into());
+            }
+            Some(k) if k == info.kind => {}
+            Some(k) => {
+                return Err(ApiError::BadRequest(format!(
+                    "the kind in the data ({k}) does not match the expected kind ({})",
+                    info.kind
+                )))
+            }
+        }
+    }
+    stringify_quantities(&mut raw);
+    let (group, kind) = schema_of(info);
+    let cannot = |detail: String| {
+        ApiError::BadRequest(format!(
+            "{kind} in version {:?} cannot be handled as a {kind}: {detail}",
+            info.version
+        ))
+    };
+    let normalized =
+        tinykube_proto::typed::normalize(group, kind, &raw).map_err(|e| cannot(e.to_string()))?;
+    let unknown = tinykube_proto::typed::unknown_fields(&raw, &normalized);
+    let mut warnings = Vec::new();
+    if !unknown.is_empty() {
+        let described: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field {f:?}"))
+            .collect();
+        match validation {
+            FieldValidation::Strict => {
+                return Err(cannot(format!(
+                    "strict decoding error: {}",
+                    described.join(", ")
+                )))
+            }
+            FieldValidation::Warn => warnings = described,
+            FieldValidation::Ignore => {}
+        }
+    }
+    Ok((convert::incoming(info, normalized), warnings))
+}
+
+/// The object's namespace must be the request's (or unset, and then it is set).
+pub(super) fn place_in_namespace(ctx: &Ctx, obj: &mut Value) -> ApiResult<()> {
+    let meta = meta_mut(obj);
+    if ctx.target.info.namespaced {
+        let ns = ctx
+            .target
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(given) if !given.is_empty() && given != ns => {
+                return Err(ApiError::BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on the request".into(),
+                ))
+            }
+            _ => {
+                meta.insert("namespace".into(), ns.into());
+            }
+        }
+    } else {
+        meta.remove("namespace");
+    }
+    Ok(())
+}
+
+/// A body's name must be the URL's (or unset, and then it is set).
+pub(super) fn name_as_on_url(obj: &mut Value, name: &str) -> ApiResult<()> {
+    match object::meta_str(obj, "name") {
+        Some(n) if !n.is_empty() && n != name => Err(ApiError::BadRequest(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        ))),
+        _ => {
+            meta_mut(obj).insert("name".into(), name.into());
+            Ok(())
+        }
+    }
+}
+
+/// The request object of a subresource POST (a Binding, an Eviction): JSON, YAML or protobuf,
+/// checked as `kind_info`'s kind with unknown fields ignored; `expected` names it in errors.
+pub(super) fn decode_as(
+    ctx: &Ctx,
+    body: &[u8],
+    kind_info: &ResourceInfo,
+    expected: &str,
+) -> ApiResult<Value> {
+    let format = body_format(&ctx.headers)?;
+    if !matches!(
+        format,
+        BodyFormat::Json | BodyFormat::Yaml | BodyFormat::Protobuf
+    ) {
+        return Err(ApiError::UnsupportedMediaType(
+            "application/json, application/yaml".into(),
+        ));
+    }
+    let raw = decode_body(body, format, expected)?;
+    Ok(admit_body(kind_info, raw, FieldValidation::Ignore)?.0)
+}

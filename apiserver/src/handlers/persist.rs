@@ -1,0 +1,291 @@
+//! The write path the verb handlers share: the request's field manager, the create and update
+//! rules (server-owned metadata, the kind's strategy, admission, managedFields), the dry run or
+//! compare-and-swap against the store, and the answer with the stored object.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::Value;
+use tinykube_proto::registry::ResourceInfo;
+
+use super::{json_response, with_warnings, Ctx};
+use crate::admission;
+use crate::convert;
+use crate::error::{ApiError, ApiResult};
+use crate::fieldmanager::{self, Manager};
+use crate::object::{self, meta_mut};
+use crate::registry::{self, field::FieldError};
+use crate::storage::{Change, Outcome};
+
+/// How a write records its manager in `metadata.managedFields`.
+#[derive(Clone, Copy)]
+pub(super) enum Track<'a> {
+    /// An update-type write by this manager, recorded under this subresource (`None`: the main
+    /// resource).
+    Update(&'a Manager, Option<&'a str>),
+    /// Nothing to record: server-side apply set the entries already, and `namespaces/finalize`
+    /// writes the stored object with only its `spec.finalizers` changed.
+    Kept,
+}
+
+/// The request's manager, for an update-type write of the target (sub)resource.
+pub(super) fn manager_of(ctx: &Ctx) -> Manager {
+    Manager::of(
+        ctx.target.info,
+        ctx.query.field_manager.as_deref(),
+        &ctx.headers,
+    )
+}
+
+/// Metadata only the server sets on create.
+fn fill_system_metadata(info: &ResourceInfo, obj: &mut Value) {
+    let meta = meta_mut(obj);
+    for k in [
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+        "generation",
+    ] {
+        meta.remove(k);
+    }
+    meta.insert("uid".into(), uuid::Uuid::new_v4().to_string().into());
+    if info.has_generation {
+        meta.insert("generation".into(), 1.into());
+    }
+    meta.insert(
+        "creationTimestamp".into(),
+        object::timestamp(chrono::Utc::now()).into(),
+    );
+}
+
+/// Create a decoded object: server metadata, defaults, admission, validation, then store (or,
+/// for a dry run, only answer). A `generateName` gets a fresh suffix until the name is free.
+pub(super) async fn create_object(
+    ctx: &Ctx,
+    mut obj: Value,
+    mut warnings: Vec<String>,
+    track: Track<'_>,
+) -> ApiResult<Response> {
+    let info = ctx.target.info;
+    let dry_run = ctx.query.is_dry_run()?;
+    let generate_name = object::meta_str(&obj, "generateName")
+        .unwrap_or("")
+        .to_string();
+    if object::name(&obj).is_empty() && generate_name.is_empty() {
+        return Err(ApiError::invalid(
+            info,
+            "",
+            vec![FieldError::required(
+                "metadata.name",
+                "name or generateName is required",
+            )],
+        ));
+    }
+    let strategy = registry::strategy(info);
+    fill_system_metadata(info, &mut obj);
+    strategy.default(&mut obj);
+    strategy.prepare_for_create(&mut obj);
+    admission::check_namespace(&ctx.state, info, &obj)?;
+    admission::on_create(&ctx.state, info, &mut obj)?;
+    for attempt in 0..8 {
+        let mut candidate = obj.clone();
+        if object::name(&candidate).is_empty() || (attempt > 0 && !generate_name.is_empty()) {
+            let name = format!("{generate_name}{}", object::random_suffix(5));
+            meta_mut(&mut candidate).insert("name".into(), name.into());
+        }
+        let errors = strategy.validate_create(&candidate);
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(info, object::name(&candidate), errors));
+        }
+        if attempt == 0 {
+            warnings.extend(strategy.warnings(&candidate));
+        }
+        if let Track::Update(manager, sub) = track {
+            fieldmanager::record_update(info, manager, sub, None, &mut candidate);
+        }
+        if dry_run {
+            let out = convert::outgoing(info, candidate);
+            return Ok(with_warnings(
+                json_response(StatusCode::CREATED, &out, ctx.pretty),
+                &warnings,
+            ));
+        }
+        match ctx.state.objects.create(info, &candidate).await {
+            Ok(stored) => {
+                let out = convert::outgoing(info, stored);
+                return Ok(with_warnings(
+                    json_response(StatusCode::CREATED, &out, ctx.pretty),
+                    &warnings,
+                ));
+            }
+            Err(ApiError::AlreadyExists { .. })
+                if !generate_name.is_empty() && object::name(&obj).is_empty() =>
+            {
+                continue
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(ApiError::Unavailable(format!(
+        "could not generate a unique name from {generate_name:?}"
+    )))
+}
+
+/// The update rules shared by PUT, PATCH, server-side apply and scale: preconditions,
+/// server-owned metadata, the kind's strategy for the main resource or a subresource,
+/// generation, managedFields, and the no-op check.
+pub(super) fn update_rules(
+    info: &ResourceInfo,
+    subresource: Option<&str>,
+    old: &Value,
+    mut new: Value,
+    track: Track<'_>,
+) -> ApiResult<Change> {
+    let name = object::name(old).to_string();
+    if let Some(rv) = object::resource_version(&new) {
+        if Some(rv) != object::resource_version(old) {
+            return Err(ApiError::conflict(info, &name));
+        }
+    }
+    match (object::uid(&new), object::uid(old)) {
+        (Some(a), Some(b)) if !a.is_empty() && a != b => {
+            return Err(ApiError::Conflict {
+                resource: crate::error::Qualified::of(info),
+                name: name.clone(),
+                reason: format!(
+                    "Precondition failed: UID in precondition: {a}, UID in object meta: {b}"
+                ),
+            })
+        }
+        _ => {}
+    }
+    {
+        let old_meta = old
+            .get("metadata")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let meta = meta_mut(&mut new);
+        meta.insert("name".into(), name.clone().into());
+        for k in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "namespace",
+        ] {
+            match old_meta.get(k) {
+                Some(v) => meta.insert(k.into(), v.clone()),
+                None => meta.remove(k),
+            };
+        }
+        meta.insert(
+            "resourceVersion".into(),
+            old_meta
+                .get("resourceVersion")
+                .cloned()
+                .unwrap_or(Value::Null),
+        );
+    }
+    let strategy = registry::strategy(info);
+    let errors = match subresource {
+        None => {
+            if info.has_status() {
+                registry::keep_status(&mut new, old);
+            }
+            strategy.default(&mut new);
+            strategy.prepare_for_update(&mut new, old);
+            strategy.validate_update(&new, old)
+        }
+        Some("status") => {
+            registry::keep_spec_take_status(&mut new, old);
+            strategy.prepare_for_status_update(&mut new, old);
+            strategy.validate_status_update(&new, old)
+        }
+        Some("finalize") => {
+            // Only spec.finalizers changes through namespaces/finalize.
+            let finalizers = new.pointer("/spec/finalizers").cloned();
+            let mut kept = old.clone();
+            if let Some(spec) = kept.as_object_mut().and_then(|m| {
+                m.entry("spec")
+                    .or_insert_with(|| Value::Object(Default::default()))
+                    .as_object_mut()
+            }) {
+                match finalizers {
+                    Some(f) => spec.insert("finalizers".into(), f),
+                    None => spec.remove("finalizers"),
+                };
+            }
+            new = kept;
+            Vec::new()
+        }
+        Some(other) => {
+            return Err(ApiError::MethodNotAllowed(format!(
+                "the server does not allow this method on the requested resource ({other})"
+            )))
+        }
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::invalid(info, &name, errors));
+    }
+    if info.has_generation && object::spec_part(&new) != object::spec_part(old) {
+        let g = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        meta_mut(&mut new).insert("generation".into(), (g + 1).into());
+    }
+    if let Track::Update(manager, sub) = track {
+        fieldmanager::record_update(info, manager, sub, Some(old), &mut new);
+    }
+    if new == *old {
+        return Ok(Change::Unchanged);
+    }
+    let grace_zero = new
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+        == 0;
+    // A namespace is also held by its spec.finalizers (`kubernetes`, removed through
+    // `finalize`), whatever else an update (such as a status write) changes.
+    let spec_held = info.group.is_empty()
+        && info.kind == "Namespace"
+        && new
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+    if object::is_deleting(&new) && object::finalizers(&new).is_empty() && grace_zero && !spec_held
+    {
+        return Ok(Change::Delete);
+    }
+    Ok(Change::Write(new))
+}
+
+/// Run `change` on the target object: for a dry run once, on what is stored now, writing
+/// nothing; otherwise in the store's compare-and-swap loop.
+pub(super) async fn change_stored(
+    ctx: &Ctx,
+    mut change: impl FnMut(Value) -> ApiResult<Change>,
+) -> ApiResult<Outcome> {
+    let info = ctx.target.info;
+    let name = ctx.target.name.as_deref().unwrap_or_default();
+    let ns = ctx.target.namespace.as_deref();
+    if ctx.query.is_dry_run()? {
+        let current = ctx.state.objects.get(info, ns, name)?;
+        return Ok(match change(current.clone())? {
+            Change::Write(v) => Outcome::Written(v),
+            _ => Outcome::Unchanged(current),
+        });
+    }
+    ctx.state.objects.update(info, ns, name, change).await
+}
+
+/// The 200 answer of an update: the stored (or dry-run) object in its served form.
+pub(super) fn respond(ctx: &Ctx, outcome: Outcome, warnings: &[String]) -> ApiResult<Response> {
+    let out = convert::outgoing(ctx.target.info, outcome.into_object());
+    Ok(with_warnings(
+        json_response(StatusCode::OK, &out, ctx.pretty),
+        warnings,
+    ))
+}
