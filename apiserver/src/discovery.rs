@@ -7,9 +7,9 @@ use serde_json::{json, Map, Value};
 use tinykube_proto::registry::{self, ResourceInfo, Subresource};
 
 use crate::error::{ApiError, ApiResult};
-use crate::fnv::{fnv1a_64, OFFSET_BASIS_64};
 use crate::handlers::json_response;
 use crate::request::accept_ranges;
+use tinykube_proto::hash::{fnv1a_64, OFFSET_BASIS_64};
 
 /// The Kubernetes version tinykube speaks.
 pub const KUBE_VERSION: (&str, &str) = ("1", "36");

@@ -10,7 +10,6 @@ mod discovery;
 mod error;
 mod fieldmanager;
 mod filter;
-mod fnv;
 pub mod handlers;
 mod object;
 mod openapi;

@@ -19,7 +19,7 @@ use tinykube_proto::api::api::{
 use tinykube_proto::registry::{self, ResourceInfo};
 
 use crate::error::ApiResult;
-use crate::fnv::{fnv1a_64, OFFSET_BASIS_64};
+use tinykube_proto::hash::{fnv1a_64, OFFSET_BASIS_64};
 
 /// A served group version's document and its hash.
 struct Doc {

@@ -1,23 +1,17 @@
 //! Stable, dependency-free hashes for generated identifiers (static pod UIDs and config hashes,
 //! container and image IDs): FNV-1a over the parts, one 64-bit word per seed.
 
+use tinykube_proto::hash::{fnv1a_64, OFFSET_BASIS_64};
+
 /// `words` × 16 hex digits derived from `parts` (each part is length-prefixed, so the split
 /// between parts matters).
 pub fn hex(parts: &[&[u8]], words: usize) -> String {
     let mut out = String::with_capacity(words * 16);
     for seed in 0..words as u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let mut feed = |b: u8| {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        };
+        let mut h = OFFSET_BASIS_64 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         for part in parts {
-            for b in (part.len() as u64).to_le_bytes() {
-                feed(b);
-            }
-            for &b in *part {
-                feed(b);
-            }
+            h = fnv1a_64(h, &(part.len() as u64).to_le_bytes());
+            h = fnv1a_64(h, part);
         }
         out.push_str(&format!("{h:016x}"));
     }

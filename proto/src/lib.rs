@@ -5,8 +5,10 @@
 
 pub mod duration;
 pub mod fields;
+pub mod hash;
 pub mod labels;
 pub mod managed;
+pub mod names;
 pub mod node_affinity;
 pub mod patch;
 pub mod quantity;

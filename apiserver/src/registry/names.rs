@@ -1,53 +1,20 @@
-//! Name and metadata validation shared by every kind: DNS-1123 subdomains and labels, ConfigMap
-//! keys, label and annotation syntax, with upstream apimachinery's wording. The apiserver's one
-//! place for these syntaxes.
+//! Name and metadata validation shared by every kind: names (DNS-1123 subdomains and labels,
+//! from `proto::names`), ConfigMap keys, label and annotation syntax, with upstream
+//! apimachinery's wording, as field errors.
 
 use serde_json::Value;
 use tinykube_proto::labels::{validate_key, validate_value};
+pub use tinykube_proto::names::{label_errors, subdomain_errors};
 
 use super::field::FieldError;
 
-const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
-const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
 /// Which rule a kind's names follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NameRule {
     Subdomain,
     Label,
-}
-
-fn is_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-/// Problems with a DNS-1123 subdomain (empty when valid).
-pub fn subdomain_errors(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    if s.len() > 253 {
-        out.push("must be no more than 253 characters".to_string());
-    }
-    if !s.split('.').all(is_label) {
-        out.push(SUBDOMAIN_MSG.to_string());
-    }
-    out
-}
-
-/// Problems with a DNS-1123 label (empty when valid).
-pub fn label_errors(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    if s.len() > 63 {
-        out.push("must be no more than 63 characters".to_string());
-    }
-    if !is_label(s) {
-        out.push(LABEL_MSG.to_string());
-    }
-    out
 }
 
 /// Problems with a ConfigMap data key (empty when valid): at most 253 of `[-._a-zA-Z0-9]`.
@@ -168,7 +135,10 @@ mod tests {
         let e = &validate_name("metadata.name", "Bad_Name", NameRule::Subdomain)[0];
         assert_eq!(
             e.message(),
-            format!("Invalid value: \"Bad_Name\": {SUBDOMAIN_MSG}")
+            format!(
+                "Invalid value: \"Bad_Name\": {}",
+                tinykube_proto::names::SUBDOMAIN_MSG
+            )
         );
     }
 

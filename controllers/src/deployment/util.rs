@@ -38,13 +38,6 @@ pub fn safe_encode(s: &str) -> String {
         .collect()
 }
 
-/// 32-bit FNV-1a.
-pub fn fnv32a(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5u32, |h, b| {
-        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
-    })
-}
-
 /// The `pod-template-hash` of a template (upstream's ComputeHash: FNV-1a over the template,
 /// then the collision count, then SafeEncodeString of the decimal value). The template is
 /// hashed in its canonical JSON form.
@@ -54,7 +47,7 @@ pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) ->
         bytes.extend_from_slice(&(c as u32).to_le_bytes());
         bytes.extend_from_slice(&[0, 0, 0, 0]);
     }
-    safe_encode(&fnv32a(&bytes).to_string())
+    safe_encode(&tinykube_proto::hash::fnv1a_32(&bytes).to_string())
 }
 
 /// Whether two templates are equal once the `pod-template-hash` label is ignored.
@@ -438,11 +431,7 @@ mod tests {
     }
 
     #[test]
-    fn safe_encode_and_fnv_as_upstream() {
-        // FNV-1a test vectors.
-        assert_eq!(fnv32a(b""), 0x811c9dc5);
-        assert_eq!(fnv32a(b"a"), 0xe40c292c);
-        assert_eq!(fnv32a(b"foobar"), 0xbf9cf968);
+    fn safe_encode_as_upstream() {
         // '0'..'9' are bytes 48..57: 48 % 27 = 21 -> '4'.
         assert_eq!(safe_encode("0123456789"), "456789bcdf");
         let hash = compute_hash(&PodTemplateSpec::default(), None);

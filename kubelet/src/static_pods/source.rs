@@ -71,27 +71,14 @@ pub fn decode(text: &str) -> Result<Vec<(Value, Pod)>, ManifestError> {
         .collect()
 }
 
-fn dns_subdomain(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|part| {
-            !part.is_empty()
-                && part
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                && !part.starts_with('-')
-                && !part.ends_with('-')
-        })
-}
-
 fn validate(pod: &Pod) -> Result<(), ManifestError> {
     let invalid = |m: String| Err(ManifestError::Invalid(m));
     let name = pod.metadata.name.as_deref().unwrap_or("");
     if name.is_empty() {
         return invalid("metadata.name: Required value: name or generateName is required".into());
     }
-    if !dns_subdomain(name) {
-        return invalid(format!("metadata.name: Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"));
+    if let Some(problem) = tinykube_proto::names::subdomain_errors(name).first() {
+        return invalid(format!("metadata.name: Invalid value: {name:?}: {problem}"));
     }
     let Some(spec) = pod.spec.as_ref() else {
         return invalid("spec.containers: Required value".into());
