@@ -48,6 +48,38 @@ pub fn go_duration(s: &str) -> Result<Duration, String> {
     tinykube_proto::duration::parse(s).map_err(|e| e.to_string())
 }
 
+/// A duration flag whose default is a constant: parsed as a Go duration, shown in `--help` as
+/// Go writes it (`15s`, `1m30s`, `500ms`), so `default_value_t = GoDuration(CONST)` keeps the
+/// default in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GoDuration(pub Duration);
+
+impl std::str::FromStr for GoDuration {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        go_duration(s).map(GoDuration)
+    }
+}
+
+impl Display for GoDuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = self.0.as_millis();
+        if ms % 1000 != 0 || ms == 0 {
+            return write!(f, "{ms}ms");
+        }
+        let secs = ms / 1000;
+        let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+        if h > 0 {
+            write!(f, "{h}h{m}m{s}s")
+        } else if m > 0 {
+            write!(f, "{m}m{s}s")
+        } else {
+            write!(f, "{s}s")
+        }
+    }
+}
+
 /// A token cancelled by the first SIGTERM or Ctrl-C. The SIGTERM handler is installed before
 /// this returns, so a signal right after start-up still stops the program cleanly. Must be
 /// called inside a Tokio runtime.
@@ -96,5 +128,25 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), token.cancelled())
             .await
             .expect("cancelled by SIGTERM");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations_print_as_go_writes_them_and_parse_back() {
+        let cases = [
+            (Duration::from_secs(15), "15s"),
+            (Duration::from_millis(500), "500ms"),
+            (Duration::from_secs(90), "1m30s"),
+            (Duration::from_secs(3600), "1h0m0s"),
+            (Duration::ZERO, "0ms"),
+        ];
+        for (d, text) in cases {
+            assert_eq!(GoDuration(d).to_string(), text);
+            assert_eq!(text.parse::<GoDuration>(), Ok(GoDuration(d)), "{text}");
+        }
     }
 }

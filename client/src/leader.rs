@@ -15,7 +15,14 @@ use crate::config::Client;
 use crate::error::ClientError;
 use crate::events::{EventType, Recorder};
 
-/// Timings of an election (upstream's defaults: 15 s, 10 s, 2 s).
+/// Upstream's election timings, the defaults of kube-scheduler's and kube-controller-manager's
+/// `--leader-elect-*` flags and of every [`LeaseConfig`].
+pub const LEASE_DURATION: Duration = Duration::from_secs(15);
+pub const RENEW_DEADLINE: Duration = Duration::from_secs(10);
+pub const RETRY_PERIOD: Duration = Duration::from_secs(2);
+
+/// Timings of an election (upstream's defaults: [`LEASE_DURATION`], [`RENEW_DEADLINE`],
+/// [`RETRY_PERIOD`]).
 #[derive(Debug, Clone)]
 pub struct LeaseConfig {
     pub namespace: String,
@@ -35,9 +42,9 @@ impl LeaseConfig {
             namespace: namespace.to_string(),
             name: name.to_string(),
             identity: identity.to_string(),
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
+            lease_duration: LEASE_DURATION,
+            renew_deadline: RENEW_DEADLINE,
+            retry_period: RETRY_PERIOD,
             event_source: None,
         }
     }

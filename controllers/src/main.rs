@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use tinykube_cli::GoDuration;
+use tinykube_client::leader;
 
 /// Runs the controllers that drive the cluster to its desired state (ReplicaSet, Deployment,
 /// DaemonSet, garbage collectors, namespace and node lifecycle, disruption budgets), as
@@ -33,14 +35,14 @@ struct Flags {
     #[arg(long, default_value = "kube-system")]
     leader_elect_resource_namespace: String,
     /// How long a lease is valid without renewal (Go duration).
-    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "15s")]
-    leader_elect_lease_duration: Duration,
+    #[arg(long, default_value_t = GoDuration(leader::LEASE_DURATION))]
+    leader_elect_lease_duration: GoDuration,
     /// How long the leader keeps trying to renew before giving up.
-    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "10s")]
-    leader_elect_renew_deadline: Duration,
+    #[arg(long, default_value_t = GoDuration(leader::RENEW_DEADLINE))]
+    leader_elect_renew_deadline: GoDuration,
     /// Interval between acquire or renew attempts.
-    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "2s")]
-    leader_elect_retry_period: Duration,
+    #[arg(long, default_value_t = GoDuration(leader::RETRY_PERIOD))]
+    leader_elect_retry_period: GoDuration,
     /// How often node health is checked (node lifecycle).
     #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "5s")]
     node_monitor_period: Duration,
@@ -90,9 +92,9 @@ async fn main() {
     let leader_election = flags
         .leader_elect
         .then(|| tinykube_client::leader::LeaseConfig {
-            lease_duration: flags.leader_elect_lease_duration,
-            renew_deadline: flags.leader_elect_renew_deadline,
-            retry_period: flags.leader_elect_retry_period,
+            lease_duration: flags.leader_elect_lease_duration.0,
+            renew_deadline: flags.leader_elect_renew_deadline.0,
+            retry_period: flags.leader_elect_retry_period.0,
             event_source: Some("kube-controller-manager".into()),
             ..tinykube_client::leader::LeaseConfig::new(
                 &flags.leader_elect_resource_namespace,

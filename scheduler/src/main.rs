@@ -118,15 +118,15 @@ async fn main() {
             lease_duration: flags
                 .leader_elect_lease_duration
                 .or_else(|| file_duration(&file_election.lease_duration, "leaseDuration"))
-                .unwrap_or(std::time::Duration::from_secs(15)),
+                .unwrap_or(tinykube_client::leader::LEASE_DURATION),
             renew_deadline: flags
                 .leader_elect_renew_deadline
                 .or_else(|| file_duration(&file_election.renew_deadline, "renewDeadline"))
-                .unwrap_or(std::time::Duration::from_secs(10)),
+                .unwrap_or(tinykube_client::leader::RENEW_DEADLINE),
             retry_period: flags
                 .leader_elect_retry_period
                 .or_else(|| file_duration(&file_election.retry_period, "retryPeriod"))
-                .unwrap_or(std::time::Duration::from_secs(2)),
+                .unwrap_or(tinykube_client::leader::RETRY_PERIOD),
             event_source: Some(event_source.clone()),
             ..tinykube_client::leader::LeaseConfig::new(
                 &namespace,
