@@ -313,7 +313,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
             .profiles
             .iter()
             .map(|p| {
-                let fw = framework::Framework::new(p, &handle);
+                let fw = p.framework(&handle);
                 (p.scheduler_name.clone(), Arc::new(fw))
             })
             .collect(),

@@ -6,13 +6,10 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::framework::{pod_requests, CycleState, NodeInfo, Plugin, Resources, Status};
+use crate::framework::resources::nonzero;
+use crate::framework::{pod_requests, CycleState, NodeInfo, Plugin, Status};
 
 pub const NAME: &str = "NodeResourcesFit";
-
-/// Requests assumed for scoring a container that requests nothing, as upstream.
-const DEFAULT_MILLI_CPU: i64 = 100;
-const DEFAULT_MEMORY: i64 = 200 * 1024 * 1024;
 
 /// How a node's use after placing the pod becomes a score.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,21 +75,6 @@ fn broken_linear(shape: &[(i64, i64)], x: i64) -> i64 {
         }
     }
     shape.last().map(|p| p.1).unwrap_or(0)
-}
-
-/// cpu and memory requested, with upstream's defaults for a pod that requests none.
-pub fn nonzero(r: &Resources) -> (i64, i64) {
-    let cpu = if r.milli_cpu == 0 {
-        DEFAULT_MILLI_CPU
-    } else {
-        r.milli_cpu
-    };
-    let mem = if r.memory == 0 {
-        DEFAULT_MEMORY
-    } else {
-        r.memory
-    };
-    (cpu, mem)
 }
 
 impl Plugin for NodeResourcesFit {
