@@ -101,12 +101,23 @@ pub enum Permit {
 
 /// CycleState key of the incoming pod's [`Resources::requested`], computed once per cycle.
 pub const POD_REQUESTS: &str = "PodRequests";
+/// CycleState key of the incoming pod's [`resources::nonzero`] requests.
+pub const POD_NONZERO_REQUESTS: &str = "PodNonZeroRequests";
 
 /// The incoming pod's requests: from the cycle when put there, else computed.
 pub fn pod_requests<'a>(pod: &Pod, state: &'a CycleState) -> std::borrow::Cow<'a, Resources> {
     match state.get::<Resources>(POD_REQUESTS) {
         Some(r) => std::borrow::Cow::Borrowed(r),
         None => std::borrow::Cow::Owned(Resources::requested(pod)),
+    }
+}
+
+/// The incoming pod's non-zero cpu and memory requests: from the cycle when put there, else
+/// computed.
+pub fn pod_nonzero_requests(pod: &Pod, state: &CycleState) -> (i64, i64) {
+    match state.get::<(i64, i64)>(POD_NONZERO_REQUESTS) {
+        Some(r) => *r,
+        None => resources::nonzero(pod),
     }
 }
 
@@ -127,6 +138,7 @@ impl CycleState {
     pub fn for_pod(pod: &Pod) -> Self {
         let mut state = CycleState::default();
         state.put(POD_REQUESTS, Resources::requested(pod));
+        state.put(POD_NONZERO_REQUESTS, resources::nonzero(pod));
         state
     }
 

@@ -15,7 +15,8 @@ pub struct NodeInfo {
     pub node: Arc<Node>,
     pub pods: Vec<Arc<Pod>>,
     pub requested: Resources,
-    /// cpu and memory requested with upstream's scoring defaults for pods requesting none.
+    /// cpu and memory requested with upstream's scoring defaults for containers requesting
+    /// none ([`resources::nonzero`]).
     pub nonzero: (i64, i64),
     pub allocatable: Resources,
     /// The pods with pod affinity or anti-affinity terms of their own, which are all that
@@ -32,11 +33,10 @@ impl NodeInfo {
         let mut used_ports = Vec::new();
         for p in &pods {
             used_ports.extend(host_ports(p));
-            let r = Resources::requested(p);
-            let (cpu, mem) = resources::nonzero(&r);
+            let (cpu, mem) = resources::nonzero(p);
             nonzero.0 += cpu;
             nonzero.1 += mem;
-            requested.add(&r);
+            requested.add(&Resources::requested(p));
         }
         let allocatable = Resources::allocatable(&node);
         let affinity_pods = pods
