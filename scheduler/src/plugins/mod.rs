@@ -138,7 +138,9 @@ pub fn new(name: &str, args: &Args, handle: &Handle) -> Option<Arc<dyn Plugin>> 
             defaults: args.spread.clone(),
             replica_sets: handle.replica_sets.clone(),
         }),
-        inter_pod_affinity::NAME => Arc::new(inter_pod_affinity::InterPodAffinity),
+        inter_pod_affinity::NAME => Arc::new(inter_pod_affinity::InterPodAffinity {
+            namespaces: handle.namespaces.clone(),
+        }),
         default_binder::NAME => Arc::new(default_binder::DefaultBinder::new(handle.client.clone())),
         _ => return None,
     })
