@@ -131,10 +131,13 @@ impl Plugin for InterPodAffinity {
             return Status::Error("InterPodAffinity: PreFilter did not run".into());
         };
         let labels = node.labels();
+        // Whether the node's domain of `key` holds a counted pod.
         let holds = |counts: &Counts, key: &str| {
-            labels
-                .get(key)
-                .is_some_and(|v| counts.get(&(key.to_string(), v.clone())) > Some(&0))
+            labels.get(key).is_some_and(|v| {
+                counts
+                    .get(&(key.to_string(), v.clone()))
+                    .is_some_and(|n| *n > 0)
+            })
         };
         // Upstream's order: the pod's affinity, its anti-affinity, then existing pods' anti-affinity.
         let has_keys = st
