@@ -3,7 +3,8 @@
 //!
 //! One entry, [`run`]. Informers of pods (indexed by node) and nodes feed a [`queue::Queue`];
 //! each popped pod goes through [`schedule_one`] against a [`cache::Cache`] snapshot. Informers
-//! of PodDisruptionBudgets and ReplicaSets serve the plugins through the [`framework::Handle`].
+//! of PodDisruptionBudgets, ReplicaSets and Namespaces serve the plugins through the
+//! [`framework::Handle`].
 
 pub mod binding;
 pub mod cache;
@@ -18,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Event, Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, ObjectReference, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use rand::rngs::StdRng;
@@ -293,6 +294,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         ListParams::default(),
     );
     let mut rs_store = replica_sets.store();
+    let namespaces = Informer::new(Api::<Namespace>::all(client.clone()), ListParams::default());
+    let mut ns_store = namespaces.store();
     let (mut pod_store, mut node_store) = (pods.store(), nodes.store());
     let (mut pod_events, mut node_events) = (pods.subscribe(), nodes.subscribe());
     let rng = match config.seed {
@@ -303,6 +306,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         client: client.clone(),
         replica_sets: Arc::new(rs_store.clone()),
         pdbs: Arc::new(pdb_store.clone()),
+        namespaces: Arc::new(ns_store.clone()),
         waiting: Default::default(),
     };
     let sched = Arc::new(Scheduler {
@@ -313,7 +317,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
             .profiles
             .iter()
             .map(|p| {
-                let fw = framework::Framework::new(p, &handle);
+                let fw = p.framework(&handle);
                 (p.scheduler_name.clone(), Arc::new(fw))
             })
             .collect(),
@@ -341,7 +345,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         tokio::spawn(metrics::serve(listener, render, shutdown.clone()));
     }
     let informers = tokio::spawn(async move {
-        tokio::join!(pods.run(), nodes.run(), pdbs.run(), replica_sets.run());
+        tokio::join!(
+            pods.run(),
+            nodes.run(),
+            pdbs.run(),
+            replica_sets.run(),
+            namespaces.run()
+        );
     });
 
     // Informer notifications only feed the queue.
@@ -403,6 +413,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
     node_store.wait_ready().await;
     pdb_store.wait_ready().await;
     rs_store.wait_ready().await;
+    ns_store.wait_ready().await;
     for p in sched.cache.pods.list() {
         if sched.responsible_for(&p) {
             sched.queue.add(&key_of(p.as_ref()), priority(&p));

@@ -246,7 +246,7 @@ async fn unschedulable(
 ) {
     let fit = diagnosis.fit_error();
     // PostFilter: DynamicResources has no claims to free; then DefaultPreemption.
-    let preemption = fw.preemption.then(|| {
+    let preemption = fw.runs_post_filter(default_preemption::NAME).then(|| {
         let pdbs = sched.handle.pdbs.list();
         let mut rng = sched.rng.lock().unwrap_or_else(|e| e.into_inner());
         default_preemption::preempt(fw, pod, nodes, diagnosis, &pdbs, &mut *rng)

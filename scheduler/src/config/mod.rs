@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 pub use plan::Plan;
 
+use crate::framework::{Framework, Handle};
 use crate::plugins;
 
 pub const API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
@@ -128,8 +129,8 @@ pub struct PluginConfig {
     pub args: serde_json::Value,
 }
 
-/// One profile: the plugins to run at each point and their arguments (`Framework::new` builds
-/// them once the scheduler has a cluster to hand them).
+/// One profile: the plugins to run at each point and their arguments ([`Profile::framework`]
+/// builds them once the scheduler has a cluster to hand them).
 #[derive(Clone)]
 pub struct Profile {
     pub scheduler_name: String,
@@ -148,6 +149,20 @@ impl Profile {
             args: plugins::Args::default(),
             percentage_of_nodes_to_score: None,
         }
+    }
+
+    /// The profile's framework: its plan's plugins, built by the in-tree registry with the
+    /// profile's arguments.
+    pub fn framework(&self, handle: &Handle) -> Framework {
+        let registry = |name: &str, handle: &Handle| plugins::new(name, &self.args, handle);
+        let mut fw = Framework::new(
+            &self.scheduler_name,
+            |point| self.plan.at(point),
+            &registry,
+            handle,
+        );
+        fw.percentage_of_nodes_to_score = self.percentage_of_nodes_to_score.unwrap_or(0);
+        fw
     }
 }
 
@@ -279,7 +294,7 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::runtime::Point;
+    use crate::framework::Point;
 
     fn names(p: &Profile, point: Point) -> Vec<(&str, i64)> {
         p.plan

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{ConfigError, PluginRef, PluginSet};
-use crate::framework::runtime::Point;
+use crate::framework::Point;
 use crate::plugins::{self, registered, REGISTRY};
 
 /// The plugins at each extension point, by name, with weights (0 except at Score).

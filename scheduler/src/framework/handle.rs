@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::Resource;
 use tinykube_client::reflector::{key_of, Store};
@@ -70,6 +71,8 @@ pub struct Handle {
     pub replica_sets: Arc<dyn Lister<ReplicaSet>>,
     /// PodDisruptionBudgets, which DefaultPreemption weighs.
     pub pdbs: Arc<dyn Lister<PodDisruptionBudget>>,
+    /// Namespaces, whose labels pod (anti-)affinity's `namespaceSelector`s match.
+    pub namespaces: Arc<dyn Lister<Namespace>>,
     /// Pods held at Permit.
     pub waiting: WaitingPods,
 }
@@ -87,6 +90,7 @@ impl Handle {
             client,
             replica_sets: Arc::new(Fixed::<ReplicaSet>::new([])),
             pdbs: Arc::new(Fixed::<PodDisruptionBudget>::new([])),
+            namespaces: Arc::new(Fixed::<Namespace>::new([])),
             waiting: WaitingPods::default(),
         }
     }

@@ -2,14 +2,21 @@
 //! answers about. A plugin's answer separates "this node does not fit" (Unschedulable,
 //! UnschedulableAndUnresolvable) from "something broke" (Error).
 //!
-//! A [`Plugin`] implements any of upstream's extension points; each has a no-op default.
-//! [`runtime::Framework`] is one profile's plugins per extension point, run in upstream's order;
-//! [`handle::Handle`] is what plugins may reach (listers, the client for binders, the waiting
-//! pods of [`waiting`]); [`node_info`] is the per-node view.
+//! A [`Plugin`] implements any of upstream's extension points ([`Point`]); each has a no-op
+//! default. [`runtime::Framework`] is one profile's plugins per extension point, built through
+//! a [`runtime::Registry`] it is handed and run in upstream's order; [`handle::Handle`] is what
+//! plugins may reach (listers, the client for binders, the waiting pods of [`waiting`]);
+//! [`node_info`] is the per-node view, with the [`resources`] and [`ports`] its pods hold.
+//! The framework knows no plugin and no configuration: those are built on top of it.
 
 pub mod handle;
 pub mod node_info;
+pub mod point;
+pub mod ports;
+pub mod resources;
 pub mod runtime;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod waiting;
 
 use std::collections::BTreeMap;
@@ -20,8 +27,10 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 
 pub use handle::Handle;
-pub use node_info::{NodeInfo, Resources};
-pub use runtime::Framework;
+pub use node_info::NodeInfo;
+pub use point::Point;
+pub use resources::Resources;
+pub use runtime::{Framework, Registry};
 
 /// A plugin's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,12 +101,23 @@ pub enum Permit {
 
 /// CycleState key of the incoming pod's [`Resources::requested`], computed once per cycle.
 pub const POD_REQUESTS: &str = "PodRequests";
+/// CycleState key of the incoming pod's [`resources::nonzero`] requests.
+pub const POD_NONZERO_REQUESTS: &str = "PodNonZeroRequests";
 
 /// The incoming pod's requests: from the cycle when put there, else computed.
 pub fn pod_requests<'a>(pod: &Pod, state: &'a CycleState) -> std::borrow::Cow<'a, Resources> {
     match state.get::<Resources>(POD_REQUESTS) {
         Some(r) => std::borrow::Cow::Borrowed(r),
         None => std::borrow::Cow::Owned(Resources::requested(pod)),
+    }
+}
+
+/// The incoming pod's non-zero cpu and memory requests: from the cycle when put there, else
+/// computed.
+pub fn pod_nonzero_requests(pod: &Pod, state: &CycleState) -> (i64, i64) {
+    match state.get::<(i64, i64)>(POD_NONZERO_REQUESTS) {
+        Some(r) => *r,
+        None => resources::nonzero(pod),
     }
 }
 
@@ -118,6 +138,7 @@ impl CycleState {
     pub fn for_pod(pod: &Pod) -> Self {
         let mut state = CycleState::default();
         state.put(POD_REQUESTS, Resources::requested(pod));
+        state.put(POD_NONZERO_REQUESTS, resources::nonzero(pod));
         state
     }
 
@@ -134,7 +155,7 @@ impl CycleState {
 pub type Pending<'a> = BoxFuture<'a, Status>;
 
 /// A scheduler plugin. Each method is one of upstream's extension points with a no-op default;
-/// which points a plugin is enabled at is the profile's business (see `plugins::REGISTRY`).
+/// which points a plugin is enabled at is the profile's business.
 /// Only PreBind and Bind may do I/O; everything before runs in the scheduling cycle and must
 /// be quick and pure.
 pub trait Plugin: Send + Sync {

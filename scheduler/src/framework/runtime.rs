@@ -1,7 +1,8 @@
 //! One profile's framework: its plugins per extension point, built from the profile's plan
-//! through the registry, and the functions that run each point in upstream's order and with
-//! upstream's rules (the first failing filter decides; Reserve in order and Unreserve in
-//! reverse; Permit may hold the pod; the first Bind plugin that does not skip binds).
+//! through the [`Registry`] it is handed (as upstream's runtime takes one), and the functions
+//! that run each point in upstream's order and with upstream's rules (the first failing filter
+//! decides; Reserve in order and Unreserve in reverse; Permit may hold the pod; the first Bind
+//! plugin that does not skip binds).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,50 +10,11 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::waiting::{pod_key, WaitingPods};
-use super::{CycleState, Handle, NodeInfo, Permit, Plugin, Status};
-use crate::config::Profile;
-use crate::plugins;
+use super::{CycleState, Handle, NodeInfo, Permit, Plugin, Point, Status};
 
-/// An extension point a profile enables plugins at. PreFilter goes with Filter and PreScore
-/// with Score: a plugin filters (or scores) with its pre-pass or not at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Point {
-    Filter,
-    PostFilter,
-    Score,
-    Reserve,
-    Permit,
-    PreBind,
-    Bind,
-    PostBind,
-}
-
-impl Point {
-    pub const ALL: [Point; 8] = [
-        Point::Filter,
-        Point::PostFilter,
-        Point::Score,
-        Point::Reserve,
-        Point::Permit,
-        Point::PreBind,
-        Point::Bind,
-        Point::PostBind,
-    ];
-
-    /// The point as a profile's `plugins` names it.
-    pub fn key(self) -> &'static str {
-        match self {
-            Point::Filter => "filter",
-            Point::PostFilter => "postFilter",
-            Point::Score => "score",
-            Point::Reserve => "reserve",
-            Point::Permit => "permit",
-            Point::PreBind => "preBind",
-            Point::Bind => "bind",
-            Point::PostBind => "postBind",
-        }
-    }
-}
+/// Upstream's Registry: builds the plugin a name stands for (once per profile), reaching the
+/// cluster through the handle; None for a name it has no plugin object for.
+pub type Registry<'a> = dyn Fn(&str, &Handle) -> Option<Arc<dyn Plugin>> + 'a;
 
 /// One profile's plugins, ready to run. Plugins enabled at several points are one instance.
 pub struct Framework {
@@ -64,8 +26,9 @@ pub struct Framework {
     pre_bind: Vec<Arc<dyn Plugin>>,
     bind: Vec<Arc<dyn Plugin>>,
     post_bind: Vec<Arc<dyn Plugin>>,
-    /// Whether DefaultPreemption runs as the PostFilter.
-    pub preemption: bool,
+    /// The PostFilter plugins by name: the scheduling cycle runs them itself (DefaultPreemption
+    /// decides, the cycle acts), so they are no plugin objects here.
+    post_filter: Vec<String>,
     /// The share of nodes to find feasible before scoring (0: upstream's adaptive default).
     pub percentage_of_nodes_to_score: i32,
     waiting: WaitingPods,
@@ -83,33 +46,42 @@ impl Framework {
             pre_bind: Vec::new(),
             bind: Vec::new(),
             post_bind: Vec::new(),
-            preemption: false,
+            post_filter: Vec::new(),
             percentage_of_nodes_to_score: 0,
             waiting: handle.waiting.clone(),
         }
     }
 
-    /// Build a profile's plugins (one instance each) and place them at their points in the
-    /// profile's order.
-    pub fn new(profile: &Profile, handle: &Handle) -> Framework {
-        let mut fw = Framework::empty(&profile.scheduler_name, handle);
-        fw.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score.unwrap_or(0);
+    /// Build the plugins `plan` names at each point, in its order with its score weights,
+    /// through `registry`: one instance per plugin, shared by the points that name it.
+    pub fn new<'p>(
+        profile_name: &str,
+        plan: impl Fn(Point) -> &'p [(String, i64)],
+        registry: &Registry,
+        handle: &Handle,
+    ) -> Framework {
+        let mut fw = Framework::empty(profile_name, handle);
         let mut instances: HashMap<&str, Option<Arc<dyn Plugin>>> = HashMap::new();
         for point in Point::ALL {
-            for (name, weight) in profile.plan.at(point) {
-                if point == Point::PostFilter && name == plugins::default_preemption::NAME {
-                    fw.preemption = true;
+            for (name, weight) in plan(point) {
+                if point == Point::PostFilter {
+                    fw.post_filter.push(name.clone());
                     continue;
                 }
                 let plugin = instances
                     .entry(name.as_str())
-                    .or_insert_with(|| plugins::new(name, &profile.args, handle));
+                    .or_insert_with(|| registry(name, handle));
                 if let Some(p) = plugin {
                     fw.push(point, p.clone(), *weight);
                 }
             }
         }
         fw
+    }
+
+    /// Whether the PostFilter plugin `name` is enabled.
+    pub fn runs_post_filter(&self, name: &str) -> bool {
+        self.post_filter.iter().any(|n| n == name)
     }
 
     /// Add `plugin` at the end of `point` (`weight` counts at Score only).
@@ -127,7 +99,7 @@ impl Framework {
     }
 
     /// The plugins at `point`, by name, with their weights (0 except at Score).
-    pub fn names(&self, point: Point) -> Vec<(&'static str, i64)> {
+    pub fn names(&self, point: Point) -> Vec<(&str, i64)> {
         let plain = |v: &[Arc<dyn Plugin>]| v.iter().map(|p| (p.name(), 0)).collect();
         match point {
             Point::Filter => plain(&self.filter),
@@ -137,8 +109,7 @@ impl Framework {
             Point::PreBind => plain(&self.pre_bind),
             Point::Bind => plain(&self.bind),
             Point::PostBind => plain(&self.post_bind),
-            Point::PostFilter if self.preemption => vec![(plugins::default_preemption::NAME, 0)],
-            Point::PostFilter => Vec::new(),
+            Point::PostFilter => self.post_filter.iter().map(|n| (n.as_str(), 0)).collect(),
         }
     }
 
@@ -566,7 +537,7 @@ mod tests {
             let mut fw = Framework::empty("p", &Handle::detached());
             fw.push(Point::Filter, sieve.clone(), 0);
             let node =
-                crate::plugins::testing::node("n1", serde_json::json!({}), serde_json::json!({}));
+                super::super::testing::node("n1", serde_json::json!({}), serde_json::json!({}));
             let mut state = CycleState::default();
             fw.run_pre_filter(&pod(), &[], &mut state);
             assert_eq!(fw.run_filters(&pod(), &node, &state), want, "{what}");

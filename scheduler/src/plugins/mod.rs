@@ -13,10 +13,13 @@ pub mod node_unschedulable;
 pub mod pod_topology_spread;
 pub mod taint_toleration;
 
+/// The unit tests' pods and nodes.
+#[cfg(test)]
+pub(crate) use crate::framework::testing;
+
 use std::sync::Arc;
 
-use crate::framework::runtime::Point;
-use crate::framework::{Handle, Plugin};
+use crate::framework::{Handle, Plugin, Point};
 
 /// A plugin the registry knows: the extension points it implements and its score weight in
 /// the default profile.
@@ -135,7 +138,9 @@ pub fn new(name: &str, args: &Args, handle: &Handle) -> Option<Arc<dyn Plugin>> 
             defaults: args.spread.clone(),
             replica_sets: handle.replica_sets.clone(),
         }),
-        inter_pod_affinity::NAME => Arc::new(inter_pod_affinity::InterPodAffinity),
+        inter_pod_affinity::NAME => Arc::new(inter_pod_affinity::InterPodAffinity {
+            namespaces: handle.namespaces.clone(),
+        }),
         default_binder::NAME => Arc::new(default_binder::DefaultBinder::new(handle.client.clone())),
         _ => return None,
     })
@@ -144,15 +149,11 @@ pub fn new(name: &str, args: &Args, handle: &Handle) -> Option<Arc<dyn Plugin>> 
 #[cfg(test)]
 mod tests {
     use crate::config::Profile;
-    use crate::framework::runtime::Point;
-    use crate::framework::{Framework, Handle};
+    use crate::framework::{Handle, Point};
 
     #[test]
     fn the_default_profile_runs_upstreams_plugins_in_order() {
-        let fw = Framework::new(
-            &Profile::default_named("default-scheduler"),
-            &Handle::detached(),
-        );
+        let fw = Profile::default_named("default-scheduler").framework(&Handle::detached());
         let names = |p| fw.names(p).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
         assert_eq!(
             names(Point::Filter),
@@ -188,32 +189,5 @@ mod tests {
         ] {
             assert!(names(point).is_empty(), "{point:?}");
         }
-    }
-}
-
-#[cfg(test)]
-pub(crate) mod testing {
-    use std::sync::Arc;
-
-    use k8s_openapi::api::core::v1::{Node, Pod};
-    use serde_json::{json, Value};
-
-    use crate::framework::NodeInfo;
-
-    pub fn pod(spec: Value) -> Pod {
-        serde_json::from_value(
-            json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec}),
-        )
-        .unwrap()
-    }
-
-    pub fn node(name: &str, labels: Value, spec: Value) -> NodeInfo {
-        let n: Node = serde_json::from_value(json!({
-            "metadata": {"name": name, "labels": labels},
-            "spec": spec,
-            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}
-        }))
-        .unwrap();
-        NodeInfo::new(Arc::new(n), Vec::new())
     }
 }

@@ -466,7 +466,7 @@ mod tests {
                 Ok((vec!["db-0"], 0)),
             ),
         ];
-        let fw = Framework::new(&Profile::default_named("p"), &Handle::detached());
+        let fw = Profile::default_named("p").framework(&Handle::detached());
         let preemptor = pod("p", 10, "2", None);
         for (what, pods, pdbs, want) in cases {
             let nodes = vec![with_pods("n1", pods)];
@@ -546,7 +546,7 @@ mod tests {
 
     #[test]
     fn preemption_nominates_or_explains() {
-        let fw = Framework::new(&Profile::default_named("p"), &Handle::detached());
+        let fw = Profile::default_named("p").framework(&Handle::detached());
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         let nodes = vec![
             with_pods("n1", vec![pod("high", 100, "4", None)]),

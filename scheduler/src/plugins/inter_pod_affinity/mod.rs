@@ -1,0 +1,238 @@
+//! InterPodAffinity: required pod affinity and anti-affinity of the incoming pod, and the
+//! required anti-affinity of pods already placed, filter nodes by topology domain; preferred
+//! terms (both ways) and placed pods' required affinity score them.
+//!
+//! As upstream's: a placed pod counts for the incoming pod's affinity only when it matches
+//! every required term, and then in each term's domain; a node passes when each term's domain
+//! holds such a pod, or, when no pod in the cluster does, when the pod matches its own terms
+//! (the first pod of a group with affinity to itself) and the node has every topology key.
+
+mod terms;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+
+use crate::framework::handle::Lister;
+use crate::framework::{CycleState, NodeInfo, Plugin, Status};
+use terms::{matches_all, namespace_labels, namespace_of, preferred, required, Term};
+
+pub const NAME: &str = "InterPodAffinity";
+pub const AFFINITY_REASON: &str = "node(s) didn't match pod affinity rules";
+pub const ANTI_AFFINITY_REASON: &str = "node(s) didn't match pod anti-affinity rules";
+pub const EXISTING_ANTI_AFFINITY_REASON: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+
+/// The weight of an existing pod's required affinity in scoring, as upstream's default.
+const HARD_POD_AFFINITY_WEIGHT: i64 = 1;
+
+/// CycleState key of what PreScore computed.
+const SCORES: &str = "PreScoreInterPodAffinity";
+
+pub struct InterPodAffinity {
+    /// Namespaces, whose labels `namespaceSelector`s match.
+    pub namespaces: Arc<dyn Lister<Namespace>>,
+}
+
+/// A (topology key, value) pair: one topology domain.
+type Domain = (String, String);
+
+/// Counts per topology domain.
+type Counts = HashMap<Domain, i64>;
+
+type Labels = BTreeMap<String, String>;
+
+/// Add `n` for the domain of `key` that `node` is in, if it has the key.
+fn count(counts: &mut Counts, node: &NodeInfo, key: &str, n: i64) {
+    if let Some(v) = node.labels().get(key) {
+        *counts.entry((key.to_string(), v.clone())).or_default() += n;
+    }
+}
+
+/// What PreFilter learns from the cluster for one incoming pod.
+struct State {
+    affinity: Vec<Term>,
+    anti: Vec<Term>,
+    /// Placed pods matching every required affinity term, per domain of each term.
+    affinity_counts: Counts,
+    /// Placed pods matching a required anti-affinity term, per domain of that term.
+    anti_counts: Counts,
+    /// Placed pods whose required anti-affinity selects the incoming pod, per domain.
+    existing_anti_counts: Counts,
+}
+
+fn same_pod(a: &Pod, b: &Pod) -> bool {
+    a.metadata.namespace == b.metadata.namespace && a.metadata.name == b.metadata.name
+}
+
+impl InterPodAffinity {
+    /// The incoming pod's own terms, with their namespace selectors resolved.
+    fn own_terms(&self, mut terms: Vec<Term>) -> Vec<Term> {
+        for t in &mut terms {
+            t.resolve(self.namespaces.as_ref());
+        }
+        terms
+    }
+}
+
+impl Plugin for InterPodAffinity {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    /// Skip the Filter when neither the pod nor any pod it meets has a required term to
+    /// check, as upstream.
+    fn pre_filter(&self, pod: &Pod, nodes: &[Arc<NodeInfo>], state: &mut CycleState) -> Status {
+        let mut st = State {
+            affinity: self.own_terms(required(pod, false, HARD_POD_AFFINITY_WEIGHT)),
+            anti: self.own_terms(required(pod, true, HARD_POD_AFFINITY_WEIGHT)),
+            affinity_counts: Counts::new(),
+            anti_counts: Counts::new(),
+            existing_anti_counts: Counts::new(),
+        };
+        let ns_labels = namespace_labels(self.namespaces.as_ref(), namespace_of(pod));
+        let has_terms = !(st.affinity.is_empty() && st.anti.is_empty());
+        for node in nodes {
+            for other in node.affinity_pods.iter().filter(|o| !same_pod(o, pod)) {
+                for t in required(other, true, HARD_POD_AFFINITY_WEIGHT) {
+                    if t.matches(pod, &ns_labels) {
+                        count(&mut st.existing_anti_counts, node, &t.topology_key, 1);
+                    }
+                }
+            }
+            if !has_terms {
+                continue;
+            }
+            for other in node.pods.iter().filter(|o| !same_pod(o, pod)) {
+                if matches_all(&st.affinity, other) {
+                    for t in &st.affinity {
+                        count(&mut st.affinity_counts, node, &t.topology_key, 1);
+                    }
+                }
+                for t in st.anti.iter().filter(|t| t.matches(other, &Labels::new())) {
+                    count(&mut st.anti_counts, node, &t.topology_key, 1);
+                }
+            }
+        }
+        let nothing_to_check = !has_terms && st.existing_anti_counts.is_empty();
+        state.put(NAME, st);
+        if nothing_to_check {
+            Status::Skip
+        } else {
+            Status::Success
+        }
+    }
+
+    fn filter(&self, pod: &Pod, node: &NodeInfo, state: &CycleState) -> Status {
+        let Some(st) = state.get::<State>(NAME) else {
+            return Status::Error("InterPodAffinity: PreFilter did not run".into());
+        };
+        let labels = node.labels();
+        // Whether the node's domain of `key` holds a counted pod.
+        let holds = |counts: &Counts, key: &str| {
+            labels.get(key).is_some_and(|v| {
+                counts
+                    .get(&(key.to_string(), v.clone()))
+                    .is_some_and(|n| *n > 0)
+            })
+        };
+        // Upstream's order: the pod's affinity, its anti-affinity, then existing pods' anti-affinity.
+        let has_keys = st
+            .affinity
+            .iter()
+            .all(|t| labels.contains_key(&t.topology_key));
+        let satisfied = st
+            .affinity
+            .iter()
+            .all(|t| holds(&st.affinity_counts, &t.topology_key));
+        // The first pod of a group with affinity to itself.
+        let first_of_group = st.affinity_counts.is_empty() && matches_all(&st.affinity, pod);
+        if !has_keys || !(satisfied || first_of_group) {
+            return Status::unresolvable(AFFINITY_REASON);
+        }
+        if st
+            .anti
+            .iter()
+            .any(|t| holds(&st.anti_counts, &t.topology_key))
+        {
+            return Status::unschedulable(ANTI_AFFINITY_REASON);
+        }
+        if labels.keys().any(|k| holds(&st.existing_anti_counts, k)) {
+            return Status::unschedulable(EXISTING_ANTI_AFFINITY_REASON);
+        }
+        Status::Success
+    }
+
+    /// Preferred (anti-)affinity both ways, and placed pods' required affinity that selects
+    /// the pod, summed per topology domain over every node, as upstream's PreScore.
+    fn pre_score(
+        &self,
+        pod: &Pod,
+        feasible: &[&NodeInfo],
+        all: &[Arc<NodeInfo>],
+        state: &mut CycleState,
+    ) {
+        let mut scores = Counts::new();
+        if feasible.is_empty() {
+            state.put(SCORES, scores);
+            return;
+        }
+        let pref = self.own_terms(preferred(pod, false));
+        let pref_anti = self.own_terms(preferred(pod, true));
+        let ns_labels = namespace_labels(self.namespaces.as_ref(), namespace_of(pod));
+        // Without preferred terms of its own, the pod only meets the terms of pods that have some.
+        let has_terms = !(pref.is_empty() && pref_anti.is_empty());
+        for node in all {
+            let others = if has_terms {
+                &node.pods
+            } else {
+                &node.affinity_pods
+            };
+            for other in others.iter().filter(|o| !same_pod(o, pod)) {
+                let mut add = |terms: &[Term], target: &Pod, labels: &Labels, sign: i64| {
+                    for t in terms.iter().filter(|t| t.matches(target, labels)) {
+                        count(&mut scores, node, &t.topology_key, sign * t.weight);
+                    }
+                };
+                let none = Labels::new();
+                add(&pref, other, &none, 1);
+                add(&pref_anti, other, &none, -1);
+                let hard = required(other, false, HARD_POD_AFFINITY_WEIGHT);
+                add(&hard, pod, &ns_labels, 1);
+                add(&preferred(other, false), pod, &ns_labels, 1);
+                add(&preferred(other, true), pod, &ns_labels, -1);
+            }
+        }
+        state.put(SCORES, scores);
+    }
+
+    fn score(&self, _pod: &Pod, node: &NodeInfo, state: &CycleState) -> i64 {
+        let Some(scores) = state.get::<Counts>(SCORES) else {
+            return 0;
+        };
+        let labels = node.labels();
+        scores
+            .iter()
+            .filter(|((k, v), _)| labels.get(k) == Some(v))
+            .map(|(_, s)| *s)
+            .sum()
+    }
+
+    /// Min-max scaling to 0..=100, as upstream.
+    fn normalize(&self, scores: &mut [i64]) {
+        let (min, max) = (
+            scores.iter().copied().min().unwrap_or(0),
+            scores.iter().copied().max().unwrap_or(0),
+        );
+        for s in scores.iter_mut() {
+            *s = if max > min {
+                (*s - min) * 100 / (max - min)
+            } else {
+                0
+            };
+        }
+    }
+}
