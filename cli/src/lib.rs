@@ -65,7 +65,10 @@ impl std::str::FromStr for GoDuration {
 impl Display for GoDuration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ms = self.0.as_millis();
-        if ms % 1000 != 0 || ms == 0 {
+        if ms == 0 {
+            return write!(f, "0s");
+        }
+        if !ms.is_multiple_of(1000) {
             return write!(f, "{ms}ms");
         }
         let secs = ms / 1000;
@@ -129,11 +132,6 @@ mod tests {
             .await
             .expect("cancelled by SIGTERM");
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     #[test]
     fn go_durations_print_as_go_writes_them_and_parse_back() {
@@ -142,7 +140,7 @@ mod tests {
             (Duration::from_millis(500), "500ms"),
             (Duration::from_secs(90), "1m30s"),
             (Duration::from_secs(3600), "1h0m0s"),
-            (Duration::ZERO, "0ms"),
+            (Duration::ZERO, "0s"),
         ];
         for (d, text) in cases {
             assert_eq!(GoDuration(d).to_string(), text);
