@@ -38,7 +38,10 @@ struct Flags {
     #[arg(long, default_value = "")]
     register_with_taints: String,
     /// Capacity (and allocatable) of the node.
-    #[arg(long, default_value = "cpu=4,memory=8Gi,pods=110")]
+    #[arg(
+        long,
+        default_value = "cpu=4,memory=8Gi,ephemeral-storage=20Gi,pods=110"
+    )]
     capacity: String,
     /// Directory (or file) of static pod manifests. With --simulate-nodes, `{node}` in the path
     /// is replaced by each node's name; without it every node runs the same manifests.

@@ -39,7 +39,8 @@ pub struct NodeConfig {
     pub manifest_path: Option<std::path::PathBuf>,
 }
 
-/// `--capacity cpu=4,memory=8Gi,pods=110` (other names are passed through as extended resources).
+/// `--capacity cpu=4,memory=8Gi,ephemeral-storage=20Gi,pods=110` (other names are passed
+/// through as extended resources).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Capacity {
     pub list: BTreeMap<String, String>,
@@ -52,7 +53,7 @@ pub enum FlagError {
     Label(String),
     #[error("invalid taint {0:?}: want key[=value]:NoSchedule|PreferNoSchedule|NoExecute")]
     Taint(String),
-    #[error("invalid capacity {0:?}: want name=quantity, e.g. cpu=4,memory=8Gi,pods=110")]
+    #[error("invalid capacity {0:?}: want name=quantity, e.g. cpu=4,memory=8Gi,ephemeral-storage=20Gi,pods=110")]
     Capacity(String),
 }
 
@@ -96,9 +97,17 @@ pub fn parse_taints(s: &str) -> Result<Vec<Taint>, FlagError> {
         .collect()
 }
 
-/// `cpu=4,memory=8Gi,pods=110`; missing cpu/memory/pods take those defaults.
+/// `cpu=4,memory=8Gi,ephemeral-storage=20Gi,pods=110`; missing cpu/memory/ephemeral-storage/pods
+/// take those defaults (a real kubelet always reports its root filesystem as ephemeral-storage,
+/// so manifests that request some fit).
 pub fn parse_capacity(s: &str) -> Result<Capacity, FlagError> {
-    let mut list: BTreeMap<String, String> = [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]
+    let defaults = [
+        ("cpu", "4"),
+        ("memory", "8Gi"),
+        ("ephemeral-storage", "20Gi"),
+        ("pods", "110"),
+    ];
+    let mut list: BTreeMap<String, String> = defaults
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
@@ -377,6 +386,7 @@ mod tests {
             }
         );
         assert_eq!(c.list["memory"], "8Gi");
+        assert_eq!(c.list["ephemeral-storage"], "20Gi");
         let c = parse_capacity("cpu=500m,nvidia.com/gpu=2").unwrap();
         assert_eq!(c.allocatable.cpu_milli, 500);
         assert_eq!(c.list["nvidia.com/gpu"], "2");
