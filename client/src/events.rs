@@ -58,13 +58,8 @@ impl Recorder {
         reason: &str,
         message: &str,
     ) -> Result<(), ClientError> {
-        let namespace = regarding
-            .namespace
-            .clone()
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "default".into());
         let key: Key = (
-            namespace.clone(),
+            regarding.namespace.clone().unwrap_or_default(),
             regarding.kind.clone().unwrap_or_default(),
             regarding.name.clone().unwrap_or_default(),
             regarding.uid.clone().unwrap_or_default(),
@@ -72,24 +67,44 @@ impl Recorder {
             reason.to_string(),
             message.to_string(),
         );
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
-        let now = crate::now();
         let previous = self.seen.lock().ok().and_then(|s| s.get(&key).cloned());
+        let written = self
+            .write(regarding, kind, reason, message, previous)
+            .await?;
+        if let Ok(mut s) = self.seen.lock() {
+            s.insert(key, written);
+        }
+        Ok(())
+    }
+
+    /// Count one more occurrence into `previous` (an Event this recorder wrote: its name,
+    /// namespace and count), bumping `count` and `lastTimestamp` and setting `message`; when there
+    /// is none, or it was deleted meanwhile, create a new Event as upstream's legacy recorder
+    /// writes it. Returns what was written, for the next occurrence.
+    pub async fn write(
+        &self,
+        regarding: &ObjectReference,
+        kind: EventType,
+        reason: &str,
+        message: &str,
+        previous: Option<(String, String, i32)>,
+    ) -> Result<(String, String, i32), ClientError> {
+        let now = crate::now();
         if let Some((name, ns, count)) = previous {
             let bumped = count + 1;
-            let patch = json!({"count": bumped, "lastTimestamp": Time(now)});
+            let patch = json!({"count": bumped, "lastTimestamp": Time(now), "message": message});
             let events: Api<Event> = Api::namespaced(self.client.clone(), &ns);
             match events.patch(&name, &Patch::Merge(patch)).await {
-                Ok(_) => {
-                    if let Ok(mut s) = self.seen.lock() {
-                        s.insert(key, (name, ns, bumped));
-                    }
-                    return Ok(());
-                }
+                Ok(_) => return Ok((name, ns, bumped)),
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(e),
             }
         }
+        let namespace = regarding
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".into());
         let name = format!(
             "{}.{:x}",
             regarding.name.as_deref().unwrap_or("event"),
@@ -116,10 +131,9 @@ impl Recorder {
             reporting_instance: Some(self.host.clone().unwrap_or_default()),
             ..Default::default()
         };
-        api.create(&event).await?;
-        if let Ok(mut s) = self.seen.lock() {
-            s.insert(key, (name, namespace, 1));
-        }
-        Ok(())
+        Api::<Event>::namespaced(self.client.clone(), &namespace)
+            .create(&event)
+            .await?;
+        Ok((name, namespace, 1))
     }
 }

@@ -8,11 +8,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use serde_json::json;
+use k8s_openapi::api::core::v1::ObjectReference;
 use tinykube_client::events::{EventType, Recorder};
-use tinykube_client::{Api, Client, ClientError, Patch};
+use tinykube_client::{Client, ClientError};
 use tokio::time::Instant;
 
 /// Upstream's defaults (client-go tools/record).
@@ -112,7 +110,6 @@ impl Correlator {
 
 /// A controller's event recorder: correlation, then the client's [`Recorder`].
 pub struct EventRecorder {
-    client: Client,
     component: String,
     inner: Recorder,
     correlator: Correlator,
@@ -123,8 +120,7 @@ pub struct EventRecorder {
 impl EventRecorder {
     pub fn new(client: Client, component: &str) -> Self {
         EventRecorder {
-            inner: Recorder::new(client.clone(), component, None),
-            client,
+            inner: Recorder::new(client, component, None),
             component: component.to_string(),
             correlator: Correlator::default(),
             writing: tokio::sync::Mutex::new(()),
@@ -185,60 +181,12 @@ impl EventRecorder {
         message: &str,
     ) -> Result<(), ClientError> {
         let message = format!("{COMBINED_PREFIX}{message}");
-        let now = Time(tinykube_client::now());
-        if let Some((name, ns, count)) = self.correlator.combined(key) {
-            let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
-            let patch = json!({"count": count + 1, "lastTimestamp": now, "message": message});
-            match api.patch(&name, &Patch::Merge(patch)).await {
-                Ok(_) => {
-                    self.correlator.set_combined(key, (name, ns, count + 1));
-                    return Ok(());
-                }
-                Err(e) if e.is_not_found() => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let ns = regarding
-            .namespace
-            .clone()
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "default".into());
-        let name = format!(
-            "{}.{:x}",
-            regarding.name.as_deref().unwrap_or("event"),
-            now.0.as_nanosecond()
-        );
-        let event = Event {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                namespace: Some(ns.clone()),
-                ..Default::default()
-            },
-            involved_object: regarding.clone(),
-            reason: Some(reason.to_string()),
-            message: Some(message),
-            type_: Some(
-                match kind {
-                    EventType::Normal => "Normal",
-                    EventType::Warning => "Warning",
-                }
-                .into(),
-            ),
-            count: Some(1),
-            first_timestamp: Some(now.clone()),
-            last_timestamp: Some(now),
-            source: Some(EventSource {
-                component: Some(self.component.clone()),
-                host: None,
-            }),
-            reporting_component: Some(self.component.clone()),
-            reporting_instance: Some(String::new()),
-            ..Default::default()
-        };
-        Api::<Event>::namespaced(self.client.clone(), &ns)
-            .create(&event)
+        let previous = self.correlator.combined(key);
+        let written = self
+            .inner
+            .write(regarding, kind, reason, &message, previous)
             .await?;
-        self.correlator.set_combined(key, (name, ns, 1));
+        self.correlator.set_combined(key, written);
         Ok(())
     }
 }
