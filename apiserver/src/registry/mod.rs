@@ -9,6 +9,7 @@ pub mod names;
 mod node;
 mod pod;
 mod podspec;
+pub mod rules;
 mod workloads;
 
 use field::FieldError;
