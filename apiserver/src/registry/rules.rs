@@ -14,24 +14,31 @@ const NON_NEGATIVE: &str = "must be greater than or equal to 0";
 const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
 const IP_MSG: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
 
-/// A quantity at `field` (a string, or a number as JSON clients send): its value, or the error.
-pub fn quantity(field: &str, v: &Value) -> Result<Quantity, FieldError> {
-    let text = match v {
+fn quantity_text(v: &Value) -> String {
+    match v {
         Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
         other => other.to_string(),
-    };
-    Quantity::parse(&text).map_err(|_| FieldError::invalid(field, text, QUANTITY_MSG))
+    }
+}
+
+/// A quantity (a string, or a number as JSON clients may send), if it is one.
+pub fn quantity(v: &Value) -> Option<Quantity> {
+    Quantity::parse(&quantity_text(v)).ok()
+}
+
+/// The error for a value at `field` that is not a quantity.
+pub fn invalid_quantity(field: &str, v: &Value) -> FieldError {
+    FieldError::invalid(field, quantity_text(v), QUANTITY_MSG)
 }
 
 /// A quantity at `field` that must not be negative.
 pub fn non_negative_quantity(field: &str, v: &Value) -> Option<FieldError> {
-    match quantity(field, v) {
-        Err(e) => Some(e),
-        Ok(q) if q < Quantity::from_milli(0) => {
+    match quantity(v) {
+        None => Some(invalid_quantity(field, v)),
+        Some(q) if q < Quantity::from_milli(0) => {
             Some(FieldError::invalid(field, q.to_string(), NON_NEGATIVE))
         }
-        Ok(_) => None,
+        Some(_) => None,
     }
 }
 
@@ -64,7 +71,7 @@ pub fn resource_requirements(field: &str, resources: Option<&Value>) -> Vec<Fiel
     for (name, r) in req {
         let Some(l) = lim.get(name) else { continue };
         let path = format!("{field}.requests[{name}]");
-        if let (Ok(r), Ok(l)) = (quantity(&path, r), quantity(&path, l)) {
+        if let (Some(r), Some(l)) = (quantity(r), quantity(l)) {
             if r > l {
                 errs.push(FieldError::invalid(
                     path,
