@@ -10,6 +10,7 @@ mod discovery;
 mod error;
 mod fieldmanager;
 mod filter;
+pub mod fuzzing;
 pub mod handlers;
 mod object;
 mod openapi;

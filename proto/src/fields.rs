@@ -118,9 +118,12 @@ impl FieldSelector {
                 continue;
             }
             let (field, op, value) = split_term(&part).ok_or_else(fail)?;
-            let field = unescape(field.trim()).ok_or_else(fail)?;
+            // As upstream, only the value is unescaped: a field path is taken as written.
+            let field = field.trim().to_string();
             let value = unescape(&value).ok_or_else(fail)?;
-            if field.is_empty() {
+            // No field path has an operator or a blank in it (upstream would refuse it as an
+            // unsupported field label); refusing them here keeps every selector printable.
+            if field.is_empty() || field.contains(['!', '=', ' ', '\t', '\\']) {
                 return Err(fail());
             }
             requirements.push(FieldRequirement { field, op, value });
@@ -172,6 +175,19 @@ impl fmt::Display for FieldSelector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the fuzz targets: a field path with an operator, a blank or an escape in it
+    /// is refused (no field is named so; upstream refuses it as an unsupported field label),
+    /// so that every selector prints as one that parses back the same. Values keep escapes.
+    #[test]
+    fn printed_selectors_parse_back() {
+        for bad in ["ap\\=g=g", "! =web", "\\ =x", "a b=c"] {
+            assert!(FieldSelector::parse(bad).is_err(), "{bad}");
+        }
+        let s = FieldSelector::parse("metadata.name=a\\,b\\=c").unwrap();
+        assert_eq!(s.requirements()[0].value, "a,b=c");
+        assert_eq!(s.to_string(), "metadata.name=a\\,b\\=c");
+    }
 
     #[test]
     fn parses_and_matches() {

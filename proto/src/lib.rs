@@ -5,6 +5,7 @@
 
 pub mod duration;
 pub mod fields;
+pub mod fuzzing;
 pub mod hash;
 pub mod labels;
 pub mod managed;

@@ -49,9 +49,8 @@ impl Quantity {
             return Err(QuantityError);
         }
         let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
-        if frac_part.len() > 9 + 18 || int_part.len() > 20 {
-            return Err(QuantityError);
-        }
+        // The mantissa is what an i128 holds (parsing fails beyond), and the scaling below is
+        // checked too: a quantity too large to hold is refused, never wrapped.
         // Value as an exact fraction: mantissa / 10^frac_len, then scaled by the suffix.
         let mantissa: i128 = format!("{int_part}{frac_part}")
             .parse()
@@ -87,11 +86,17 @@ impl Quantity {
             }
             _ => return Err(QuantityError),
         };
-        let total_den = den.checked_mul(pow(10, frac_len)).ok_or(QuantityError)?;
-        let scaled = mantissa
-            .checked_mul(num)
-            .and_then(|v| v.checked_mul(NANO))
+        // nanos = mantissa * num * 10^9 / (den * 10^frac), with the common factor cancelled
+        // first so that no representable quantity overflows on the way.
+        let mut scale = num.checked_mul(NANO).ok_or(QuantityError)?;
+        let mut total_den = 10i128
+            .checked_pow(frac_len)
+            .and_then(|p| den.checked_mul(p))
             .ok_or(QuantityError)?;
+        let common = gcd(scale, total_den);
+        scale /= common;
+        total_den /= common;
+        let scaled = mantissa.checked_mul(scale).ok_or(QuantityError)?;
         // Round up to whole nano-units, as upstream rounds up below its precision.
         let mut nanos = (scaled + total_den - 1) / total_den;
         if negative {
@@ -102,12 +107,12 @@ impl Quantity {
 
     /// Value in thousandths, rounded up (cpu in millicores).
     pub fn milli_value(&self) -> i64 {
-        ceil_div(self.nanos, 1_000_000) as i64
+        saturate(ceil_div(self.nanos, 1_000_000))
     }
 
     /// Value in whole units, rounded up (bytes, pods).
     pub fn value(&self) -> i64 {
-        ceil_div(self.nanos, NANO) as i64
+        saturate(ceil_div(self.nanos, NANO))
     }
 
     pub fn is_zero(&self) -> bool {
@@ -127,6 +132,18 @@ impl Quantity {
             format,
         }
     }
+}
+
+fn gcd(mut a: i128, mut b: i128) -> i128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a.abs().max(1)
+}
+
+/// An i64 as upstream's int64 accessors give it: clamped to the range, never wrapped.
+fn saturate(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v > 0 { i64::MAX } else { i64::MIN })
 }
 
 fn ceil_div(a: i128, b: i128) -> i128 {
@@ -164,7 +181,7 @@ impl Add for Quantity {
     type Output = Quantity;
     fn add(self, o: Quantity) -> Quantity {
         Quantity {
-            nanos: self.nanos + o.nanos,
+            nanos: self.nanos.saturating_add(o.nanos),
             format: self.format,
         }
     }
@@ -174,7 +191,7 @@ impl Sub for Quantity {
     type Output = Quantity;
     fn sub(self, o: Quantity) -> Quantity {
         Quantity {
-            nanos: self.nanos - o.nanos,
+            nanos: self.nanos.saturating_sub(o.nanos),
             format: self.format,
         }
     }
@@ -184,25 +201,26 @@ impl fmt::Display for Quantity {
     /// Canonical form: the largest suffix of the quantity's family that keeps an integer.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let sign = if self.nanos < 0 { "-" } else { "" };
-        let n = self.nanos.abs();
+        let n = self.nanos.unsigned_abs();
+        let nano = NANO as u128;
         if n == 0 {
             return write!(f, "0");
         }
-        if n % NANO != 0 {
+        if !n.is_multiple_of(nano) {
             for (div, suffix) in [(1_000_000, "m"), (1000, "u"), (1, "n")] {
-                if n % div == 0 {
+                if n.is_multiple_of(div) {
                     return write!(f, "{sign}{}{suffix}", n / div);
                 }
             }
         }
-        let units = n / NANO;
-        let (base, suffixes): (i128, &[&str]) = match self.format {
+        let units = n / nano;
+        let (base, suffixes): (u128, &[&str]) = match self.format {
             Format::BinarySI if units >= 1024 => (1024, &["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]),
             _ => (1000, &["", "k", "M", "G", "T", "P", "E"]),
         };
         let mut value = units;
         let mut idx = 0;
-        while value % base == 0 && idx + 1 < suffixes.len() && value >= base {
+        while value.is_multiple_of(base) && idx + 1 < suffixes.len() && value >= base {
             value /= base;
             idx += 1;
         }
@@ -216,6 +234,24 @@ impl fmt::Display for Quantity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the fuzz targets: large and fine-grained quantities print in a form that parses
+    /// back to them, and int64 accessors clamp instead of wrapping.
+    #[test]
+    fn extreme_quantities_round_trip_and_clamp() {
+        for text in [
+            "12456789012345678.0123",
+            "1123456789012345678901.34567890",
+            "123456789012345678923456789012.34567890",
+        ] {
+            let q = Quantity::parse(text).unwrap();
+            assert_eq!(Quantity::parse(&q.to_string()).unwrap(), q, "{text}");
+        }
+        let huge = Quantity::parse("100000000000000000000000").unwrap();
+        assert_eq!(huge.value(), i64::MAX);
+        assert_eq!(Quantity::from_value(-1, Format::DecimalSI).value(), -1);
+        assert!(Quantity::parse("1.0000000000000000000000000000000000000001").is_err());
+    }
 
     #[test]
     fn parses_values() {
