@@ -1,7 +1,7 @@
 //! The fuzz targets of proto, run over the corpus kept in `fuzz/corpus/` and a bounded number
 //! of deterministic mutants of each entry: the short fuzzing run of every `cargo test` (longer,
 //! coverage-guided campaigns run the same targets under cargo fuzz: see README, Reliability).
-//! `FUZZ_MUTANTS` raises the number of mutants per entry.
+//! `FUZZ_MUTANTS` (20 000) is the number of mutants per target, spread over its entries.
 
 use std::path::PathBuf;
 
@@ -20,13 +20,14 @@ fn corpus(target: &str) -> Vec<Vec<u8>> {
     files.iter().map(|f| std::fs::read(f).unwrap()).collect()
 }
 
-/// Run `target` over its corpus and `FUZZ_MUTANTS` (2000) mutants of each entry.
+/// Run `target` over its corpus and `FUZZ_MUTANTS` (20 000) mutants spread over the entries.
 fn run(name: &str, target: fn(&[u8])) {
-    let mutants: usize = std::env::var("FUZZ_MUTANTS")
+    let budget: usize = std::env::var("FUZZ_MUTANTS")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(2000);
+        .unwrap_or(20_000);
     let entries = corpus(name);
+    let mutants = (budget / entries.len()).max(10);
     for (i, entry) in entries.iter().enumerate() {
         target(entry);
         let other = &entries[(i + 1) % entries.len()];
