@@ -1,6 +1,7 @@
-//! Pod admission as upstream's kubelet does it: the pod count, cpu and memory requests of a new
-//! pod must fit in what the node's allocatable leaves; otherwise the pod is rejected with
-//! `OutOfpods` / `OutOfcpu` / `OutOfmemory` and upstream's message.
+//! Pod admission as upstream's kubelet does it: the pod count, cpu, memory and ephemeral-storage
+//! requests of a new pod must fit in what the node's allocatable leaves; otherwise the pod is
+//! rejected with `OutOfpods` / `OutOfcpu` / `OutOfmemory` / `OutOfephemeral-storage` and
+//! upstream's message.
 
 use std::collections::BTreeMap;
 
@@ -13,12 +14,14 @@ use tinykube_proto::quantity::Quantity;
 pub struct Requests {
     pub cpu_milli: i64,
     pub memory: i64,
+    pub ephemeral_storage: i64,
 }
 
 impl std::ops::AddAssign for Requests {
     fn add_assign(&mut self, o: Requests) {
         self.cpu_milli += o.cpu_milli;
         self.memory += o.memory;
+        self.ephemeral_storage += o.ephemeral_storage;
     }
 }
 
@@ -26,6 +29,7 @@ impl std::ops::SubAssign for Requests {
     fn sub_assign(&mut self, o: Requests) {
         self.cpu_milli -= o.cpu_milli;
         self.memory -= o.memory;
+        self.ephemeral_storage -= o.ephemeral_storage;
     }
 }
 
@@ -34,6 +38,7 @@ impl std::ops::SubAssign for Requests {
 pub struct Allocatable {
     pub cpu_milli: i64,
     pub memory: i64,
+    pub ephemeral_storage: i64,
     pub pods: i64,
 }
 
@@ -53,6 +58,7 @@ fn container_requests(c: &Container) -> Requests {
     Requests {
         cpu_milli: quantity(req, "cpu").map_or(0, |q| q.milli_value()),
         memory: quantity(req, "memory").map_or(0, |q| q.value()),
+        ephemeral_storage: quantity(req, "ephemeral-storage").map_or(0, |q| q.value()),
     }
 }
 
@@ -70,10 +76,12 @@ pub fn pod_requests(pod: &Pod) -> Requests {
         let r = container_requests(c);
         sum.cpu_milli = sum.cpu_milli.max(r.cpu_milli);
         sum.memory = sum.memory.max(r.memory);
+        sum.ephemeral_storage = sum.ephemeral_storage.max(r.ephemeral_storage);
     }
     let overhead = spec.overhead.as_ref();
     sum.cpu_milli += quantity(overhead, "cpu").map_or(0, |q| q.milli_value());
     sum.memory += quantity(overhead, "memory").map_or(0, |q| q.value());
+    sum.ephemeral_storage += quantity(overhead, "ephemeral-storage").map_or(0, |q| q.value());
     sum
 }
 
@@ -113,6 +121,15 @@ pub fn admit(
             alloc.memory,
         ));
     }
+    let storage = pod.ephemeral_storage;
+    if storage > 0 && storage > alloc.ephemeral_storage - used.ephemeral_storage {
+        return Err(insufficient(
+            "ephemeral-storage",
+            storage,
+            used.ephemeral_storage,
+            alloc.ephemeral_storage,
+        ));
+    }
     Ok(())
 }
 
@@ -125,11 +142,16 @@ mod tests {
     const NODE: Allocatable = Allocatable {
         cpu_milli: 4000,
         memory: 8 * GI,
+        ephemeral_storage: 20 * GI,
         pods: 110,
     };
 
     fn r(cpu_milli: i64, memory: i64) -> Requests {
-        Requests { cpu_milli, memory }
+        Requests {
+            cpu_milli,
+            memory,
+            ephemeral_storage: 0,
+        }
     }
 
     #[test]
@@ -143,6 +165,12 @@ mod tests {
             (r(0, 0), r(0, 0), 110, Some(("OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 110, capacity: 110"))),
             // A pod requesting nothing fits even on a full node's cpu.
             (r(0, 0), r(4000, 8 * GI), 5, None),
+            (
+                Requests { ephemeral_storage: 30 * GI, ..r(0, 0) },
+                r(0, 0),
+                0,
+                Some(("OutOfephemeral-storage", "Node didn't have enough resource: ephemeral-storage, requested: 32212254720, used: 0, capacity: 21474836480")),
+            ),
         ];
         for (pod, used, pods, want) in cases {
             let got = admit(pod, used, pods, NODE).err();

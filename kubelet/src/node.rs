@@ -124,6 +124,7 @@ pub fn parse_capacity(s: &str) -> Result<Capacity, FlagError> {
     let allocatable = Allocatable {
         cpu_milli: get("cpu").map_or(0, |q| q.milli_value()),
         memory: get("memory").map_or(0, |q| q.value()),
+        ephemeral_storage: get("ephemeral-storage").map_or(0, |q| q.value()),
         pods: get("pods").map_or(0, |q| q.value()),
     };
     Ok(Capacity { list, allocatable })
@@ -382,6 +383,7 @@ mod tests {
             Allocatable {
                 cpu_milli: 8000,
                 memory: 8 << 30,
+                ephemeral_storage: 20 << 30,
                 pods: 20
             }
         );
