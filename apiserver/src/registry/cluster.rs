@@ -102,34 +102,74 @@ impl Strategy for MetaOnly {
 
 pub struct ConfigMapStrategy;
 
+/// Upstream's limit on a ConfigMap's (and a Secret's) data.
 const CONFIG_MAP_MAX: usize = 1024 * 1024;
 
-impl Strategy for ConfigMapStrategy {
-    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+/// The bytes a `binaryData` value (base64) holds.
+fn decoded_len(b64: &str) -> usize {
+    let padding = b64.bytes().rev().take_while(|&b| b == b'=').count();
+    (b64.len() / 4 * 3).saturating_sub(padding)
+}
+
+impl ConfigMapStrategy {
+    /// Upstream's ValidateConfigMap: keys of both maps, no key in both, at most 1 MiB.
+    fn validate(obj: &Value) -> Vec<FieldError> {
         let mut errs = validate_object_meta(obj, NameRule::Subdomain);
+        let binary = obj.get("binaryData").and_then(Value::as_object);
         let mut size = 0;
         for field in ["data", "binaryData"] {
-            if let Some(Value::Object(m)) = obj.get(field) {
-                for (k, v) in m {
-                    size += v.as_str().map(str::len).unwrap_or(0);
-                    for problem in config_key_errors(k) {
-                        errs.push(FieldError::invalid(
-                            format!("{field}[{k}]"),
-                            k.as_str(),
-                            problem,
-                        ));
-                    }
+            let Some(Value::Object(m)) = obj.get(field) else {
+                continue;
+            };
+            for (k, v) in m {
+                let text = v.as_str().unwrap_or("");
+                size += if field == "data" {
+                    text.len()
+                } else {
+                    decoded_len(text)
+                };
+                let path = format!("{field}[{k}]");
+                for problem in config_key_errors(k) {
+                    errs.push(FieldError::invalid(&path, k.as_str(), problem));
+                }
+                if field == "data" && binary.is_some_and(|b| b.contains_key(k)) {
+                    errs.push(FieldError::invalid(
+                        &path,
+                        k.as_str(),
+                        "duplicate of key present in binaryData",
+                    ));
                 }
             }
         }
         if size > CONFIG_MAP_MAX {
-            errs.push(FieldError::too_long("[]", "", CONFIG_MAP_MAX));
+            errs.push(FieldError::too_long("", "", CONFIG_MAP_MAX));
         }
         errs
     }
+}
 
-    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
-        self.validate_create(new)
+impl Strategy for ConfigMapStrategy {
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        Self::validate(obj)
+    }
+
+    /// Once `immutable: true`, the flag and the data stay.
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        if old.get("immutable").and_then(Value::as_bool) == Some(true) {
+            const MSG: &str = "field is immutable when `immutable` is set";
+            if new.get("immutable").and_then(Value::as_bool) != Some(true) {
+                errs.push(FieldError::forbidden("immutable", MSG));
+            }
+            for field in ["data", "binaryData"] {
+                let present = |o: &Value| o.get(field).filter(|v| !v.is_null()).cloned();
+                if present(new) != present(old) {
+                    errs.push(FieldError::forbidden(field, MSG));
+                }
+            }
+        }
+        errs.extend(Self::validate(new));
+        errs
     }
 }
 
