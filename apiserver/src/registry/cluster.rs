@@ -1,56 +1,64 @@
-//! Cluster kinds: Node (taints, spec/status split), Namespace (finalizers, phase), ConfigMap
-//! (size), PodDisruptionBudget, PriorityClass, and the kinds with only metadata rules.
+//! Cluster kinds: Node (`nodes`: taints, pod CIDRs, resources), Namespace (finalizers, phase),
+//! ConfigMap (keys, size, immutability), PodDisruptionBudget, PriorityClass, and the kinds with
+//! only metadata rules.
 
 use serde_json::{json, Value};
 
+mod nodes;
+#[cfg(test)]
+mod tests;
+
 use super::field::FieldError;
 use super::names::{config_key_errors, validate_object_meta, NameRule};
+use super::rules::qualified_name_errors;
 use super::Strategy;
-
-const EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
 pub struct NodeStrategy;
 
 impl Strategy for NodeStrategy {
+    fn default(&self, obj: &mut Value) {
+        nodes::default(obj);
+    }
+
+    fn prepare_for_status_update(&self, new: &mut Value, _old: &Value) {
+        nodes::default_status(new);
+    }
+
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = validate_object_meta(obj, NameRule::Subdomain);
-        let mut seen = Vec::new();
-        for (i, t) in obj
-            .pointer("/spec/taints")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let key = t.get("key").and_then(Value::as_str).unwrap_or("");
-            let effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
-            if key.is_empty() {
-                errs.push(FieldError::required(format!("spec.taints[{i}].key"), ""));
-            }
-            if !EFFECTS.contains(&effect) {
-                errs.push(FieldError::not_supported(
-                    format!("spec.taints[{i}].effect"),
-                    effect,
-                    EFFECTS,
-                ));
-            }
-            if seen.contains(&(key, effect)) {
-                errs.push(FieldError::duplicate(
-                    format!("spec.taints[{i}]"),
-                    format!("{key}:{effect}"),
-                ));
-            }
-            seen.push((key, effect));
-        }
+        nodes::validate(obj)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = nodes::validate(new);
+        errs.extend(nodes::validate_update(new, old));
         errs
     }
 
-    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
-        self.validate_create(new)
+    fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        nodes::validate_update(new, old)
     }
 }
 
 pub struct NamespaceStrategy;
+
+/// `spec.finalizers` of a namespace: qualified names, standard ones without a domain.
+fn namespace_finalizers(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let list = obj.pointer("/spec/finalizers").and_then(Value::as_array);
+    for f in list.into_iter().flatten().filter_map(Value::as_str) {
+        for m in qualified_name_errors(f) {
+            errs.push(FieldError::invalid("spec.finalizers", f, m));
+        }
+        if !f.contains('/') && !["kubernetes", "orphan", "foregroundDeletion"].contains(&f) {
+            errs.push(FieldError::invalid(
+                "spec.finalizers",
+                f,
+                "name is neither a standard finalizer name nor is it fully qualified",
+            ));
+        }
+    }
+    errs
+}
 
 impl Strategy for NamespaceStrategy {
     fn default(&self, obj: &mut Value) {
@@ -62,9 +70,18 @@ impl Strategy for NamespaceStrategy {
         }
     }
 
+    /// A new namespace is Active and always held by the `kubernetes` finalizer.
     fn prepare_for_create(&self, obj: &mut Value) {
         if let Some(m) = obj.as_object_mut() {
             m.insert("status".into(), json!({"phase": "Active"}));
+        }
+        if let Some(list) = obj
+            .pointer_mut("/spec/finalizers")
+            .and_then(Value::as_array_mut)
+        {
+            if !list.iter().any(|f| f == "kubernetes") {
+                list.push("kubernetes".into());
+            }
         }
     }
 
@@ -78,12 +95,52 @@ impl Strategy for NamespaceStrategy {
         }
     }
 
+    /// An unset phase reads as Active (upstream's SetDefaults_NamespaceStatus).
+    fn prepare_for_status_update(&self, new: &mut Value, _old: &Value) {
+        if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
+            if status
+                .get("phase")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+            {
+                status.insert("phase".into(), "Active".into());
+            }
+        }
+    }
+
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        validate_object_meta(obj, NameRule::Label)
+        let mut errs = validate_object_meta(obj, NameRule::Label);
+        errs.extend(namespace_finalizers(obj));
+        errs
     }
 
     fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
-        validate_object_meta(new, NameRule::Label)
+        self.validate_create(new)
+    }
+
+    /// Active while not being deleted, Terminating once it is.
+    fn validate_status_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
+        let phase = new
+            .pointer("/status/phase")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let deleting = new
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null());
+        match (deleting, phase) {
+            (false, "Active") | (true, "Terminating") => Vec::new(),
+            (false, _) => vec![FieldError::invalid(
+                "status.Phase",
+                phase,
+                "may only be 'Active' if `deletionTimestamp` is empty",
+            )],
+            (true, _) => vec![FieldError::invalid(
+                "status.Phase",
+                phase,
+                "may only be 'Terminating' if `deletionTimestamp` is not empty",
+            )],
+        }
     }
 }
 
