@@ -42,6 +42,7 @@ pub trait Strategy: Send + Sync {
     }
 
     /// Validate an update of the main resource against the stored object (immutable fields).
+    /// `registry::strategy` runs the ObjectMeta update rules every kind shares first.
     fn validate_update(&self, _new: &Value, _old: &Value) -> Vec<FieldError> {
         Vec::new()
     }
