@@ -98,12 +98,19 @@ impl FieldError {
             ErrorType::TooLong,
             field,
             Some(value.into()),
-            format!("may not be more than {max} bytes"),
+            format!("must have at most {max} bytes"),
         )
     }
 
     pub fn not_found(field: impl Into<String>, value: impl Into<Value>) -> Self {
         Self::new(ErrorType::NotFound, field, Some(value.into()), "")
+    }
+
+    /// The same error with `detail` (upstream sets a detail on some Duplicate and NotFound
+    /// errors: "taints must be unique by key and effect pair").
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = detail.into();
+        self
     }
 
     /// The message without the field: `Invalid value: "x": detail`.
@@ -143,6 +150,18 @@ impl std::fmt::Display for FieldError {
     }
 }
 
+/// `errs` without later repeats of an error already listed (kinds and the shared metadata rules
+/// may both report one).
+pub fn dedup(errs: Vec<FieldError>) -> Vec<FieldError> {
+    let mut out: Vec<FieldError> = Vec::with_capacity(errs.len());
+    for e in errs {
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    }
+    out
+}
+
 /// Values as Go's `%#v`-ish rendering in field errors: strings quoted, numbers and bools bare.
 fn render_value(v: &Value) -> String {
     match v {
@@ -153,8 +172,15 @@ fn render_value(v: &Value) -> String {
 }
 
 /// The Status message for a 422: `Pod "x" is invalid: <one>` or `... is invalid: [<a>, <b>]`.
+/// Errors that read the same are listed once, as upstream's aggregate does.
 pub fn invalid_message(kind: &str, name: &str, errs: &[FieldError]) -> String {
-    let parts: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+    let mut parts: Vec<String> = Vec::new();
+    for e in errs {
+        let text = e.to_string();
+        if !parts.contains(&text) {
+            parts.push(text);
+        }
+    }
     let joined = if parts.len() == 1 {
         parts[0].clone()
     } else {
@@ -182,8 +208,13 @@ mod tests {
             "Unsupported value: \"Sometimes\": supported values: \"Always\", \"Never\""
         );
         assert_eq!(
-            invalid_message("Pod", "p", &[r.clone(), e]),
+            invalid_message("Pod", "p", &[r.clone(), e.clone(), r.clone()]),
             "Pod \"p\" is invalid: [spec.containers: Required value, metadata.name: Invalid value: \"Bad_Name\": bad]"
+        );
+        assert_eq!(dedup(vec![r.clone(), e, r]).len(), 2);
+        assert_eq!(
+            FieldError::too_long("metadata.annotations", "", 262144).to_string(),
+            "metadata.annotations: Too long: must have at most 262144 bytes"
         );
     }
 }

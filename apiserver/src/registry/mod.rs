@@ -5,6 +5,7 @@
 
 mod cluster;
 pub mod field;
+pub mod meta;
 pub mod names;
 mod node;
 mod pod;
@@ -41,6 +42,7 @@ pub trait Strategy: Send + Sync {
     }
 
     /// Validate an update of the main resource against the stored object (immutable fields).
+    /// `registry::strategy` runs the ObjectMeta update rules every kind shares first.
     fn validate_update(&self, _new: &Value, _old: &Value) -> Vec<FieldError> {
         Vec::new()
     }
@@ -61,8 +63,43 @@ pub trait Strategy: Send + Sync {
 pub struct Plain;
 impl Strategy for Plain {}
 
-/// The strategy of a served resource.
-pub fn strategy(info: &ResourceInfo) -> &'static dyn Strategy {
+/// The strategy of a served resource, with the metadata rules every kind shares.
+pub fn strategy(info: &ResourceInfo) -> WithMeta {
+    WithMeta(kind_strategy(info))
+}
+
+/// A kind's strategy as `strategy()` hands it out: the kind's own methods through `Deref`
+/// (so a method added to `Strategy` reaches the kind unchanged), except the update
+/// validations, which first run the ObjectMeta update rules every kind shares
+/// (`meta::validate_update`: fields clients may not change, no finalizer added once deletion
+/// started, label, annotation and owner syntax), then the kind's own.
+#[derive(Clone, Copy)]
+pub struct WithMeta(&'static dyn Strategy);
+
+impl std::ops::Deref for WithMeta {
+    type Target = dyn Strategy;
+    fn deref(&self) -> &Self::Target {
+        self.0
+    }
+}
+
+impl WithMeta {
+    /// Validate an update of the main resource: shared metadata rules, then the kind's.
+    pub fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = meta::validate_update(new, old);
+        errs.extend(self.0.validate_update(new, old));
+        field::dedup(errs)
+    }
+
+    /// Validate an update through `status`: shared metadata rules, then the kind's.
+    pub fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = meta::validate_update(new, old);
+        errs.extend(self.0.validate_status_update(new, old));
+        field::dedup(errs)
+    }
+}
+
+fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
     use workloads::{Workload, WorkloadStrategy};
     match (info.group, info.kind) {
         ("", "Pod") => &pod::PodStrategy,

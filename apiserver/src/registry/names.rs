@@ -1,14 +1,16 @@
-//! Name and metadata validation shared by every kind: names (DNS-1123 subdomains and labels,
-//! from `proto::names`), ConfigMap keys, label and annotation syntax, with upstream
-//! apimachinery's wording, as field errors.
+//! Names and label syntax shared by every kind: names (DNS-1123 subdomains and labels, from
+//! `proto::names`, with upstream's "must not contain dots" for labels), label keys and values,
+//! and the field errors for a name, a label map and an immutable field. ObjectMeta as a whole is
+//! `meta`'s.
 
 use serde_json::Value;
-use tinykube_proto::labels::{validate_key, validate_value};
-pub use tinykube_proto::names::{label_errors, subdomain_errors};
+pub use tinykube_proto::names::subdomain_errors;
 
 use super::field::FieldError;
+use super::rules::{label_value_errors, qualified_name_errors};
 
-const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+/// The ConfigMap key syntax lives with the other shared value rules.
+pub use super::rules::config_key_errors;
 
 /// Which rule a kind's names follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,87 +19,73 @@ pub enum NameRule {
     Label,
 }
 
-/// Problems with a ConfigMap data key (empty when valid): at most 253 of `[-._a-zA-Z0-9]`.
-pub fn config_key_errors(s: &str) -> Vec<String> {
-    let ok = !s.is_empty()
-        && s.len() <= 253
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
-    if ok {
-        Vec::new()
-    } else {
-        vec![CONFIG_KEY_MSG.to_string()]
+/// Problems with a DNS-1123 label, as upstream words them (empty when valid): a valid
+/// subdomain that is no label is told it "must not contain dots".
+pub fn label_errors(s: &str) -> Vec<String> {
+    tinykube_proto::names::label_errors(s)
+        .into_iter()
+        .map(|m| {
+            if m == tinykube_proto::names::LABEL_MSG && subdomain_errors(s).is_empty() {
+                "must not contain dots".to_string()
+            } else {
+                m
+            }
+        })
+        .collect()
+}
+
+/// Problems with a name by `rule`; a `prefix` (a `generateName`) may end in `-`.
+pub fn name_errors(name: &str, rule: NameRule, prefix: bool) -> Vec<String> {
+    let masked;
+    let name = match name.strip_suffix('-') {
+        Some(head) if prefix => {
+            masked = format!("{head}a");
+            masked.as_str()
+        }
+        _ => name,
+    };
+    match rule {
+        NameRule::Subdomain => subdomain_errors(name),
+        NameRule::Label => label_errors(name),
     }
 }
 
 /// Validate a name at `field` by `rule`.
 pub fn validate_name(field: &str, name: &str, rule: NameRule) -> Vec<FieldError> {
-    let problems = match rule {
-        NameRule::Subdomain => subdomain_errors(name),
-        NameRule::Label => label_errors(name),
-    };
-    problems
+    name_errors(name, rule, false)
         .into_iter()
         .map(|p| FieldError::invalid(field, name, p))
         .collect()
 }
 
-/// Label keys and values of a map at `field` (`metadata.labels`).
+/// A label key (a qualified name) at `field`.
+pub fn validate_label_key(field: &str, key: &str) -> Vec<FieldError> {
+    qualified_name_errors(key)
+        .into_iter()
+        .map(|m| FieldError::invalid(field, key, m))
+        .collect()
+}
+
+/// Label keys and values of a map at `field` (`metadata.labels`), both reported at `field` as
+/// upstream's ValidateLabels does.
 pub fn validate_labels(field: &str, labels: Option<&Value>) -> Vec<FieldError> {
     let mut out = Vec::new();
     let Some(Value::Object(map)) = labels else {
         return out;
     };
     for (k, v) in map {
-        if let Err(e) = validate_key(k) {
-            out.push(FieldError::invalid(field, k.as_str(), e));
-        }
+        out.extend(validate_label_key(field, k));
         let value = v.as_str().unwrap_or("");
-        if let Err(e) = validate_value(value) {
-            out.push(FieldError::invalid(format!("{field}[{k}]"), value, e));
+        for m in label_value_errors(value) {
+            out.push(FieldError::invalid(field, value, m));
         }
     }
     out
 }
 
-const ANNOTATIONS_MAX: usize = 256 * 1024;
-
-/// Generic ObjectMeta checks: name (unless generated), labels, annotations.
+/// Generic ObjectMeta checks of a new object (see `meta::validate`).
 pub fn validate_object_meta(obj: &Value, rule: NameRule) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if name.is_empty() {
-        errs.push(FieldError::required(
-            "metadata.name",
-            "name or generateName is required",
-        ));
-    } else {
-        errs.extend(validate_name("metadata.name", name, rule));
-    }
-    errs.extend(validate_labels(
-        "metadata.labels",
-        obj.pointer("/metadata/labels"),
-    ));
-    if let Some(Value::Object(ann)) = obj.pointer("/metadata/annotations") {
-        let mut size = 0;
-        for (k, v) in ann {
-            if let Err(e) = validate_key(k) {
-                errs.push(FieldError::invalid("metadata.annotations", k.as_str(), e));
-            }
-            size += k.len() + v.as_str().map(str::len).unwrap_or(0);
-        }
-        if size > ANNOTATIONS_MAX {
-            errs.push(FieldError::too_long(
-                "metadata.annotations",
-                "",
-                ANNOTATIONS_MAX,
-            ));
-        }
-    }
-    errs
+    super::meta::validate(obj, rule)
 }
 
 /// `field` must not change between `old` and `new`.
@@ -140,36 +128,24 @@ mod tests {
                 tinykube_proto::names::SUBDOMAIN_MSG
             )
         );
+        assert_eq!(label_errors("a.b"), ["must not contain dots"]);
+        assert_eq!(label_errors("A"), [tinykube_proto::names::LABEL_MSG]);
+        assert!(name_errors("web-", NameRule::Subdomain, true).is_empty());
+        assert_eq!(name_errors("web-", NameRule::Subdomain, false).len(), 1);
     }
 
     #[test]
-    fn config_keys_are_checked() {
-        let long = "k".repeat(254);
-        let cases = [
-            ("key.name", 0),
-            ("KEY_NAME", 0),
-            ("key-name", 0),
-            ("", 1),
-            ("a/b", 1),
-            ("a b", 1),
-            (long.as_str(), 1),
-        ];
-        for (key, n) in cases {
-            assert_eq!(config_key_errors(key).len(), n, "{key}");
-        }
-    }
-
-    #[test]
-    fn object_meta_checks_labels_and_names() {
-        let ok =
-            json!({"metadata": {"name": "x", "labels": {"app": "web", "example.com/tier": ""}}});
-        assert!(validate_object_meta(&ok, NameRule::Subdomain).is_empty());
-        let bad = json!({"metadata": {"labels": {"bad key": "v", "k": "-bad"}}});
-        let errs = validate_object_meta(&bad, NameRule::Subdomain);
-        let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
-        assert_eq!(
-            fields,
-            ["metadata.name", "metadata.labels", "metadata.labels[k]"]
-        );
+    fn labels_are_reported_at_the_map() {
+        let ok = json!({"app": "web", "example.com/tier": ""});
+        assert!(validate_labels("metadata.labels", Some(&ok)).is_empty());
+        let bad = json!({"bad key": "v", "k": "-bad"});
+        let errs = validate_labels("metadata.labels", Some(&bad));
+        let shown: Vec<String> = errs.iter().map(ToString::to_string).collect();
+        assert_eq!(shown.len(), 2);
+        assert!(shown[0]
+            .starts_with("metadata.labels: Invalid value: \"bad key\": name part must consist of"));
+        assert!(shown[1].starts_with(
+            "metadata.labels: Invalid value: \"-bad\": a valid label must be an empty string"
+        ));
     }
 }

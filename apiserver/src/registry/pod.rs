@@ -1,34 +1,31 @@
-//! Pods: defaults, the initial status, the spec/status split, and which spec fields an update
-//! may change.
+//! Pods: defaults, the initial status, validation of a new pod (metadata, pod annotations, the
+//! spec, pod-only rules), what an update may change (`update`) and writes through `pods/status`
+//! (`status`).
+
+mod annotations;
+mod status;
+mod update;
 
 use serde_json::{json, Value};
 
 use super::field::FieldError;
 use super::names::{validate_object_meta, NameRule};
-use super::podspec::{default_pod_spec, default_tolerations, qos_class, validate_pod_spec};
+use super::podspec::{
+    default_pod_spec, default_tolerations, qos_class, validate_pod_only, validate_spec,
+};
 use super::Strategy;
 
 pub struct PodStrategy;
 
-/// Spec fields an update may change, as upstream's ValidatePodUpdate allows.
-const MUTABLE_MESSAGE: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
-
-/// The spec with the fields an update may change blanked out.
-fn frozen_part(spec: &Value) -> Value {
-    let mut s = spec.clone();
-    if let Some(m) = s.as_object_mut() {
-        m.remove("activeDeadlineSeconds");
-        m.remove("tolerations");
-        m.remove("terminationGracePeriodSeconds");
-        for list in ["containers", "initContainers"] {
-            if let Some(Value::Array(cs)) = m.get_mut(list) {
-                for c in cs.iter_mut().filter_map(Value::as_object_mut) {
-                    c.remove("image");
-                }
-            }
-        }
-    }
-    s
+/// Upstream's validatePodMetadataAndSpec: metadata, the pod's annotations (`old` tells whether
+/// an invalid deletion cost was already there), the spec and the pod-only rules.
+fn validate_pod(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errs = validate_object_meta(obj, NameRule::Subdomain);
+    errs.extend(annotations::validate(obj, old));
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    errs.extend(validate_spec(spec, "spec", true));
+    errs.extend(validate_pod_only(spec, "spec"));
+    errs
 }
 
 impl Strategy for PodStrategy {
@@ -49,48 +46,50 @@ impl Strategy for PodStrategy {
         }
     }
 
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        status::prepare(new, old);
+    }
+
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = validate_object_meta(obj, NameRule::Subdomain);
-        errs.extend(validate_pod_spec(
-            obj.get("spec").unwrap_or(&Value::Null),
-            "spec",
-        ));
+        let mut errs = validate_pod(obj, None);
+        let spec = obj.get("spec").unwrap_or(&Value::Null);
+        if spec
+            .get("ephemeralContainers")
+            .and_then(Value::as_array)
+            .is_some_and(|l| !l.is_empty())
+        {
+            errs.push(FieldError::forbidden(
+                "spec.ephemeralContainers",
+                "cannot be set on create",
+            ));
+        }
+        let gated = spec
+            .get("schedulingGates")
+            .and_then(Value::as_array)
+            .is_some_and(|l| !l.is_empty());
+        if gated
+            && spec
+                .get("nodeName")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty())
+        {
+            errs.push(FieldError::forbidden(
+                "spec.nodeName",
+                "cannot be set until all schedulingGates have been cleared",
+            ));
+        }
         errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        let mut errs = validate_object_meta(new, NameRule::Subdomain);
-        let (ns, os) = (
-            new.get("spec").unwrap_or(&Value::Null),
-            old.get("spec").unwrap_or(&Value::Null),
-        );
-        errs.extend(validate_pod_spec(ns, "spec"));
-        if ns.get("nodeName") != os.get("nodeName") {
-            errs.push(FieldError::forbidden(
-                "spec.nodeName",
-                "may not be changed by an update; use pods/binding",
-            ));
-        } else if frozen_part(ns) != frozen_part(os) {
-            errs.push(FieldError::forbidden("spec", MUTABLE_MESSAGE));
-        }
-        // Tolerations may only be added to.
-        let old_tol = os
-            .get("tolerations")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let new_tol = ns
-            .get("tolerations")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if old_tol.iter().any(|t| !new_tol.contains(t)) {
-            errs.push(FieldError::forbidden(
-                "spec.tolerations",
-                "existing toleration can not be modified except its tolerationSeconds",
-            ));
-        }
-        errs
+        let mut errs = validate_pod(new, Some(old));
+        errs.extend(annotations::validate_update(new, old));
+        errs.extend(update::validate(new, old));
+        super::field::dedup(errs)
+    }
+
+    fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        status::validate(new, old)
     }
 
     fn warnings(&self, obj: &Value) -> Vec<String> {
@@ -100,32 +99,83 @@ impl Strategy for PodStrategy {
 
 #[cfg(test)]
 mod tests {
+    use super::update::MUTABLE_MESSAGE;
     use super::*;
 
     fn pod() -> Value {
-        let mut p = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx:1"}], "nodeName": "w0"}});
+        let mut p = json!({"metadata": {"name": "p", "resourceVersion": "1"}, "spec": {"containers": [{"name": "c", "image": "nginx:1"}], "nodeName": "w0"}});
         PodStrategy.default(&mut p);
         PodStrategy.prepare_for_create(&mut p);
         p
     }
 
+    fn shown(errs: &[FieldError]) -> Vec<String> {
+        errs.iter().map(ToString::to_string).collect()
+    }
+
     #[test]
-    fn image_changes_are_allowed_others_are_not() {
-        let old = pod();
-        let mut new = old.clone();
-        new["spec"]["containers"][0]["image"] = "nginx:2".into();
-        assert!(PodStrategy.validate_update(&new, &old).is_empty());
-        let mut moved = old.clone();
-        moved["spec"]["nodeName"] = "w1".into();
+    fn defaulted_pods_are_valid() {
         assert_eq!(
-            PodStrategy.validate_update(&moved, &old)[0].field,
-            "spec.nodeName"
+            shown(&PodStrategy.validate_create(&pod())),
+            Vec::<String>::new()
         );
-        let mut renamed = old.clone();
-        renamed["spec"]["restartPolicy"] = "Never".into();
+    }
+
+    #[test]
+    fn updates_as_upstream() {
+        let old = pod();
+        type Case = (&'static str, Box<dyn Fn(&mut Value)>, Vec<String>);
+        let cases: Vec<Case> = vec![
+            ("image", Box::new(|p| p["spec"]["containers"][0]["image"] = "nginx:2".into()), vec![]),
+            ("deadline set", Box::new(|p| p["spec"]["activeDeadlineSeconds"] = 30.into()), vec![]),
+            ("toleration added", Box::new(|p| p["spec"]["tolerations"].as_array_mut().unwrap().push(json!({"key": "k", "operator": "Exists"}))), vec![]),
+            ("toleration seconds", Box::new(|p| p["spec"]["tolerations"][0]["tolerationSeconds"] = 60.into()), vec![]),
+            ("restart policy", Box::new(|p| p["spec"]["restartPolicy"] = "Never".into()), vec![format!("spec: Forbidden: {MUTABLE_MESSAGE}\n- spec.restartPolicy: \"Always\"\n+ spec.restartPolicy: \"Never\"")]),
+            ("node", Box::new(|p| p["spec"]["nodeName"] = "w1".into()), vec![format!("spec: Forbidden: {MUTABLE_MESSAGE}\n- spec.nodeName: \"w0\"\n+ spec.nodeName: \"w1\"")]),
+            ("container added", Box::new(|p| p["spec"]["containers"].as_array_mut().unwrap().push(json!({"name": "d", "image": "i", "imagePullPolicy": "Always", "terminationMessagePolicy": "File"}))), vec!["spec.containers: Forbidden: pod updates may not add or remove containers".into()]),
+            ("toleration changed", Box::new(|p| p["spec"]["tolerations"][0]["operator"] = "Equal".into()), vec!["spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds".into()]),
+            ("image blank", Box::new(|p| p["spec"]["containers"][0]["image"] = " nginx".into()), vec!["spec.containers[0].image: Invalid value: \" nginx\": must not have leading or trailing whitespace".into()]),
+        ];
+        for (what, change, want) in cases {
+            let mut new = old.clone();
+            change(&mut new);
+            PodStrategy.default(&mut new);
+            assert_eq!(
+                shown(&PodStrategy.validate_update(&new, &old)),
+                want,
+                "{what}"
+            );
+        }
+        let mut with_deadline = old.clone();
+        with_deadline["spec"]["activeDeadlineSeconds"] = 30.into();
+        let mut longer = with_deadline.clone();
+        longer["spec"]["activeDeadlineSeconds"] = 60.into();
         assert_eq!(
-            PodStrategy.validate_update(&renamed, &old)[0].to_string(),
-            format!("spec: Forbidden: {MUTABLE_MESSAGE}")
+            shown(&PodStrategy.validate_update(&longer, &with_deadline)),
+            ["spec.activeDeadlineSeconds: Invalid value: 60: must be less than or equal to previous value"]
+        );
+        let mut cleared = with_deadline.clone();
+        cleared["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("activeDeadlineSeconds");
+        assert_eq!(
+            shown(&PodStrategy.validate_update(&cleared, &with_deadline)),
+            ["spec.activeDeadlineSeconds: Invalid value: null: must not update from a positive integer to nil value"]
+        );
+    }
+
+    #[test]
+    fn creates_forbid_ephemeral_containers_and_gated_nodes() {
+        let mut p = pod();
+        p["spec"]["ephemeralContainers"] = json!([{"name": "debug", "image": "busybox"}]);
+        p["spec"]["schedulingGates"] = json!([{"name": "example.com/wait"}]);
+        assert_eq!(
+            shown(&PodStrategy.validate_create(&p)),
+            [
+                "spec.ephemeralContainers: Forbidden: cannot be set on create",
+                "spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"
+            ]
         );
     }
 

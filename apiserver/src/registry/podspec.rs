@@ -1,347 +1,198 @@
 //! The pod spec shared by Pods and the templates of Deployments, ReplicaSets and DaemonSets:
-//! upstream's defaults (core/v1 defaults.go) and validation, and the QoS class.
+//! upstream's defaults (`defaults`), the QoS class, and ValidatePodSpec with upstream's paths
+//! and wording: containers (`container`, `probe`), volumes, security contexts and placement
+//! (`scheduling`), checked here in upstream's order. Fields the defaults always fill before
+//! validation (restart and DNS policies, the grace period, pull and termination-message
+//! policies, port protocols) are checked when set and never reported missing.
 
-use serde_json::{json, Map, Value};
-use tinykube_proto::quantity::is_quantity;
+mod container;
+mod defaults;
+mod probe;
+mod scheduling;
+mod security;
+#[cfg(test)]
+mod tests;
+mod volumes;
+
+use serde_json::Value;
 
 use super::field::FieldError;
-use super::names::label_errors;
+use super::names::{label_errors, subdomain_errors, validate_labels};
+use super::rules::resource_requirements;
 
-fn default_str(m: &mut Map<String, Value>, key: &str, value: &str) {
-    if m.get(key).and_then(Value::as_str).is_none_or(str::is_empty) {
-        m.insert(key.into(), value.into());
-    }
-}
+pub use defaults::{default_pod_spec, default_tolerations, qos_class};
+pub use scheduling::{taint_effect, tolerations};
 
-/// `Always` for `:latest` or untagged images, `IfNotPresent` otherwise.
-fn pull_policy(image: &str) -> &'static str {
-    let without_digest = image.split('@').next().unwrap_or(image);
-    let last = without_digest.rsplit('/').next().unwrap_or(without_digest);
-    match last.split_once(':') {
-        Some((_, "latest")) | None if !image.contains('@') => "Always",
-        _ => "IfNotPresent",
-    }
-}
+const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
+const DNS_POLICIES: &[&str] = &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
+const MAX_INT32: i64 = 2_147_483_647;
 
-fn default_container(c: &mut Value) {
-    let Some(m) = c.as_object_mut() else {
-        return;
-    };
-    let image = m
-        .get("image")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    default_str(m, "imagePullPolicy", pull_policy(&image));
-    default_str(m, "terminationMessagePath", "/dev/termination-log");
-    default_str(m, "terminationMessagePolicy", "File");
-    m.entry("resources").or_insert_with(|| json!({}));
-    if let Some(Value::Array(ports)) = m.get_mut("ports") {
-        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-            default_str(p, "protocol", "TCP");
-        }
-    }
-    // Requests default to limits where only limits are given.
-    let limits = m.get("resources").and_then(|r| r.get("limits")).cloned();
-    if let (Some(Value::Object(limits)), Some(res)) = (
-        limits,
-        m.get_mut("resources").and_then(Value::as_object_mut),
-    ) {
-        let requests = res.entry("requests").or_insert_with(|| json!({}));
-        if let Some(req) = requests.as_object_mut() {
-            for (k, v) in limits {
-                req.entry(k).or_insert(v);
-            }
-        }
-    }
-    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
-        if let Some(p) = m.get_mut(probe).and_then(Value::as_object_mut) {
-            for (k, v) in [
-                ("timeoutSeconds", 1),
-                ("periodSeconds", 10),
-                ("successThreshold", 1),
-                ("failureThreshold", 3),
-            ] {
-                p.entry(k).or_insert(json!(v));
-            }
-            if let Some(h) = p.get_mut("httpGet").and_then(Value::as_object_mut) {
-                default_str(h, "path", "/");
-                default_str(h, "scheme", "HTTP");
-            }
-        }
-    }
-}
-
-/// Defaults of a pod spec. `is_pod`: the spec of a Pod (not a template), which also gets
-/// `enableServiceLinks` and the service account.
-pub fn default_pod_spec(spec: &mut Value, is_pod: bool) {
-    let Some(m) = spec.as_object_mut() else {
-        return;
-    };
-    default_str(m, "restartPolicy", "Always");
-    default_str(m, "dnsPolicy", "ClusterFirst");
-    default_str(m, "schedulerName", "default-scheduler");
-    m.entry("terminationGracePeriodSeconds")
-        .or_insert(json!(30));
-    m.entry("securityContext").or_insert_with(|| json!({}));
-    if is_pod {
-        m.entry("enableServiceLinks").or_insert(json!(true));
-        // tinykube has no ServiceAccount objects or token volumes; the name is set as
-        // upstream's admission sets it so `describe` reads the same.
-        default_str(m, "serviceAccountName", "default");
-        let sa = m.get("serviceAccountName").cloned().unwrap_or(Value::Null);
-        m.entry("serviceAccount").or_insert(sa);
-    }
-    for list in ["containers", "initContainers"] {
-        if let Some(Value::Array(cs)) = m.get_mut(list) {
-            cs.iter_mut().for_each(default_container);
-        }
-    }
-    if let Some(Value::Array(vols)) = m.get_mut("volumes") {
-        for v in vols.iter_mut().filter_map(Value::as_object_mut) {
-            if let Some(h) = v.get_mut("hostPath").and_then(Value::as_object_mut) {
-                h.entry("type").or_insert(json!(""));
-            }
-            for key in ["secret", "configMap"] {
-                if let Some(s) = v.get_mut(key).and_then(Value::as_object_mut) {
-                    s.entry("defaultMode").or_insert(json!(420));
-                }
-            }
-        }
-    }
-}
-
-/// DefaultTolerationSeconds admission: tolerate not-ready and unreachable for 300 s unless the
-/// pod already tolerates them.
-pub fn default_tolerations(spec: &mut Value) {
-    let Some(m) = spec.as_object_mut() else {
-        return;
-    };
-    let list = m.entry("tolerations").or_insert_with(|| json!([]));
-    let Some(list) = list.as_array_mut() else {
-        return;
-    };
-    for key in [
-        "node.kubernetes.io/not-ready",
-        "node.kubernetes.io/unreachable",
-    ] {
-        let tolerated = list.iter().any(|t| {
-            let k = t.get("key").and_then(Value::as_str).unwrap_or("");
-            let effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
-            let op = t.get("operator").and_then(Value::as_str).unwrap_or("Equal");
-            (k == key || (k.is_empty() && op == "Exists"))
-                && (effect.is_empty() || effect == "NoExecute")
-        });
-        if !tolerated {
-            list.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
-        }
-    }
-}
-
-/// Guaranteed, Burstable or BestEffort, from the containers' requests and limits.
-pub fn qos_class(spec: &Value) -> &'static str {
-    let containers: Vec<&Value> = ["containers", "initContainers"]
-        .iter()
-        .filter_map(|k| spec.get(k).and_then(Value::as_array))
+/// The entries of a JSON list, numbered.
+fn items(v: Option<&Value>) -> impl Iterator<Item = (usize, &Value)> {
+    v.and_then(Value::as_array)
+        .into_iter()
         .flatten()
-        .collect();
-    let mut any = false;
-    let mut guaranteed = true;
-    for c in &containers {
-        let req = c.pointer("/resources/requests").and_then(Value::as_object);
-        let lim = c.pointer("/resources/limits").and_then(Value::as_object);
-        for r in ["cpu", "memory"] {
-            let (rq, lm) = (relevant(req, r), relevant(lim, r));
-            if rq.is_some() || lm.is_some() {
-                any = true;
+        .enumerate()
+}
+
+/// A string field of `v`, or "".
+fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A port number at `field`: 1 to 65535.
+fn port_number(field: &str, n: i64) -> Option<FieldError> {
+    (!(1..=65535).contains(&n))
+        .then(|| FieldError::invalid(field, n, "must be between 1 and 65535, inclusive"))
+}
+
+/// Host ports a set of containers may not share (protocol, host IP, port).
+fn host_port_conflicts(containers: &[(usize, &Value)], path: &str) -> Vec<FieldError> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut errs = Vec::new();
+    for (ci, c) in containers {
+        for (pi, p) in items(c.get("ports")) {
+            let port = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+            if port == 0 {
+                continue;
             }
-            if lm.is_none() || (rq.is_some() && rq != lm) {
-                guaranteed = false;
+            let key = format!("{}/{}/{port}", str_at(p, "protocol"), str_at(p, "hostIP"));
+            if seen.contains(&key) {
+                errs.push(FieldError::duplicate(
+                    format!("{path}[{ci}].ports[{pi}].hostPort"),
+                    key,
+                ));
+            } else {
+                seen.push(key);
             }
         }
     }
-    if !any {
-        "BestEffort"
-    } else if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
+    errs
+}
+
+/// A name at `field` that must be a DNS subdomain when set.
+fn subdomain(spec: &Value, key: &str, path: &str) -> Vec<FieldError> {
+    let v = str_at(spec, key);
+    if v.is_empty() {
+        return Vec::new();
     }
+    subdomain_errors(v)
+        .into_iter()
+        .map(|m| FieldError::invalid(format!("{path}.{key}"), v, m))
+        .collect()
 }
 
-/// A resource's value in a requests or limits map, unless it is zero.
-fn relevant<'a>(m: Option<&'a Map<String, Value>>, k: &str) -> Option<&'a Value> {
-    m.and_then(|m| m.get(k)).filter(|v| !is_zero(v))
-}
-
-fn is_zero(v: &Value) -> bool {
-    match v {
-        Value::String(s) => s
-            .trim_start_matches(['0', '.'])
-            .chars()
-            .all(|c| !c.is_ascii_digit()),
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        _ => true,
+/// A name at `field` that must be a DNS label when set.
+fn dns_label(spec: &Value, key: &str, path: &str) -> Vec<FieldError> {
+    let v = str_at(spec, key);
+    if v.is_empty() {
+        return Vec::new();
     }
+    label_errors(v)
+        .into_iter()
+        .map(|m| FieldError::invalid(format!("{path}.{key}"), v, m))
+        .collect()
 }
 
-fn validate_container(c: &Value, path: &str, names: &mut Vec<String>, errs: &mut Vec<FieldError>) {
-    let name = c.get("name").and_then(Value::as_str).unwrap_or("");
-    if name.is_empty() {
-        errs.push(FieldError::required(format!("{path}.name"), ""));
-    } else {
-        for p in label_errors(name) {
-            errs.push(FieldError::invalid(format!("{path}.name"), name, p));
+/// Regular and init containers: common rules, unique names across both, probes and hooks
+/// where they may be, host ports.
+fn containers(spec: &Value, path: &str, vols: &volumes::Volumes) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let grace = spec
+        .get("terminationGracePeriodSeconds")
+        .and_then(Value::as_i64);
+    let restart = str_at(spec, "restartPolicy");
+    let host_users = spec.get("hostUsers").and_then(Value::as_bool) != Some(false);
+    let regular: Vec<(usize, &Value)> = items(spec.get("containers")).collect();
+    let at = format!("{path}.containers");
+    if regular.is_empty() {
+        errs.push(FieldError::required(&at, ""));
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for (i, c) in &regular {
+        let idx = format!("{at}[{i}]");
+        errs.extend(container::common(c, &idx, vols, restart, host_users));
+        let name = str_at(c, "name");
+        if names.contains(&name) {
+            errs.push(FieldError::duplicate(format!("{idx}.name"), name));
+        } else {
+            names.push(name);
         }
-        if names.iter().any(|n| n == name) {
-            errs.push(FieldError::duplicate(format!("{path}.name"), name));
+        if let Some(l) = c.get("lifecycle").filter(|v| !v.is_null()) {
+            errs.extend(probe::lifecycle(l, grace, &format!("{idx}.lifecycle")));
         }
-        names.push(name.to_string());
-    }
-    if c.get("image")
-        .and_then(Value::as_str)
-        .is_none_or(|i| i.trim().is_empty())
-    {
-        errs.push(FieldError::required(format!("{path}.image"), ""));
-    }
-    if let Some(p) = c.get("imagePullPolicy").and_then(Value::as_str) {
-        if !["Always", "IfNotPresent", "Never"].contains(&p) {
-            errs.push(FieldError::not_supported(
-                format!("{path}.imagePullPolicy"),
-                p,
-                &["Always", "IfNotPresent", "Never"],
+        errs.extend(probe::probes(c, grace, &idx));
+        if c.get("restartPolicy").is_some_and(|v| !v.is_null()) {
+            errs.push(FieldError::forbidden(
+                format!("{idx}.restartPolicy"),
+                "may not be set for non-init containers",
             ));
         }
     }
-    for kind in ["requests", "limits"] {
-        if let Some(Value::Object(m)) = c.pointer(&format!("/resources/{kind}")) {
-            for (k, v) in m {
-                let text = v.as_str().unwrap_or("");
-                if !is_quantity(text) {
-                    errs.push(FieldError::invalid(
-                        format!("{path}.resources.{kind}[{k}]"),
-                        text,
-                        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+    errs.extend(host_port_conflicts(&regular, &at));
+    let at = format!("{path}.initContainers");
+    for (i, c) in items(spec.get("initContainers")) {
+        let idx = format!("{at}[{i}]");
+        errs.extend(container::common(c, &idx, vols, restart, host_users));
+        let sidecar = match c.get("restartPolicy").and_then(Value::as_str) {
+            Some("Always") => true,
+            Some(other) => {
+                errs.push(FieldError::not_supported(
+                    format!("{idx}.restartPolicy"),
+                    other,
+                    &["Always"],
+                ));
+                false
+            }
+            None => false,
+        };
+        let name = str_at(c, "name");
+        if names.contains(&name) {
+            errs.push(FieldError::duplicate(format!("{idx}.name"), name));
+        } else if !name.is_empty() {
+            names.push(name);
+        }
+        errs.extend(host_port_conflicts(&[(i, c)], &at));
+        if sidecar {
+            if let Some(l) = c.get("lifecycle").filter(|v| !v.is_null()) {
+                errs.extend(probe::lifecycle(l, grace, &format!("{idx}.lifecycle")));
+            }
+            errs.extend(probe::probes(c, grace, &idx));
+        } else {
+            for key in [
+                "lifecycle",
+                "livenessProbe",
+                "readinessProbe",
+                "startupProbe",
+            ] {
+                if c.get(key).is_some_and(|v| !v.is_null()) {
+                    errs.push(FieldError::forbidden(
+                        format!("{idx}.{key}"),
+                        "may not be set for init containers without restartPolicy=Always",
                     ));
                 }
             }
         }
     }
-    for (n, port) in c
-        .get("ports")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let cp = port
-            .get("containerPort")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        if !(1..=65535).contains(&cp) {
-            errs.push(FieldError::invalid(
-                format!("{path}.ports[{n}].containerPort"),
-                cp,
-                "must be between 1 and 65535, inclusive",
-            ));
-        }
-    }
+    errs
 }
 
-/// Validate a pod spec at `path` (`spec` or `spec.template.spec`).
-pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
+/// A host-network pod's container ports must be its host ports (a template's may leave
+/// `hostPort` unset: the pod's defaults fill it).
+fn host_network_ports(spec: &Value, path: &str, is_pod: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let mut names = Vec::new();
-    match spec.get("containers").and_then(Value::as_array) {
-        Some(cs) if !cs.is_empty() => {
-            for (i, c) in cs.iter().enumerate() {
-                validate_container(c, &format!("{path}.containers[{i}]"), &mut names, &mut errs);
-            }
-        }
-        _ => errs.push(FieldError::required(format!("{path}.containers"), "")),
+    if spec.get("hostNetwork").and_then(Value::as_bool) != Some(true) {
+        return errs;
     }
-    for (i, c) in spec
-        .get("initContainers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        validate_container(
-            c,
-            &format!("{path}.initContainers[{i}]"),
-            &mut names,
-            &mut errs,
-        );
-    }
-    let one_of = |field: &str, allowed: &[&str], errs: &mut Vec<FieldError>| {
-        if let Some(v) = spec.get(field).and_then(Value::as_str) {
-            if !allowed.contains(&v) {
-                errs.push(FieldError::not_supported(
-                    format!("{path}.{field}"),
-                    v,
-                    allowed,
-                ));
-            }
-        }
-    };
-    one_of(
-        "restartPolicy",
-        &["Always", "OnFailure", "Never"],
-        &mut errs,
-    );
-    one_of(
-        "dnsPolicy",
-        &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
-        &mut errs,
-    );
-    let mut volumes = Vec::new();
-    for (i, v) in spec
-        .get("volumes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let name = v.get("name").and_then(Value::as_str).unwrap_or("");
-        if name.is_empty() {
-            errs.push(FieldError::required(
-                format!("{path}.volumes[{i}].name"),
-                "",
-            ));
-        } else if volumes.contains(&name) {
-            errs.push(FieldError::duplicate(
-                format!("{path}.volumes[{i}].name"),
-                name,
-            ));
-        }
-        volumes.push(name);
-    }
-    for (i, t) in spec
-        .get("tolerations")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let op = t.get("operator").and_then(Value::as_str).unwrap_or("Equal");
-        if !["Equal", "Exists"].contains(&op) {
-            errs.push(FieldError::not_supported(
-                format!("{path}.tolerations[{i}].operator"),
-                op,
-                &["Equal", "Exists"],
-            ));
-        }
-        if let Some(e) = t
-            .get("effect")
-            .and_then(Value::as_str)
-            .filter(|e| !e.is_empty())
-        {
-            if !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&e) {
-                errs.push(FieldError::not_supported(
-                    format!("{path}.tolerations[{i}].effect"),
-                    e,
-                    &["NoSchedule", "PreferNoSchedule", "NoExecute"],
+    for (i, c) in items(spec.get("containers")) {
+        for (j, p) in items(c.get("ports")) {
+            let hp = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+            let cp = p.get("containerPort").and_then(Value::as_i64).unwrap_or(0);
+            if (is_pod || hp != 0) && hp != cp {
+                errs.push(FieldError::invalid(
+                    format!("{path}.containers[{i}].ports[{j}].hostPort"),
+                    hp,
+                    "must match `containerPort` when `hostNetwork` is true",
                 ));
             }
         }
@@ -349,56 +200,132 @@ pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
     errs
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pod_defaults_match_upstream() {
-        let mut spec = json!({"containers": [{"name": "nginx", "image": "nginx", "ports": [{"containerPort": 80}]}]});
-        default_pod_spec(&mut spec, true);
-        default_tolerations(&mut spec);
-        assert_eq!(spec["restartPolicy"], "Always");
-        assert_eq!(spec["schedulerName"], "default-scheduler");
-        assert_eq!(spec["terminationGracePeriodSeconds"], 30);
-        assert_eq!(spec["containers"][0]["imagePullPolicy"], "Always");
-        assert_eq!(spec["containers"][0]["ports"][0]["protocol"], "TCP");
-        assert_eq!(spec["containers"][0]["terminationMessagePolicy"], "File");
-        assert_eq!(
-            spec["tolerations"][1]["key"],
-            "node.kubernetes.io/unreachable"
-        );
-        assert_eq!(pull_policy("nginx:1.14.2"), "IfNotPresent");
-        assert_eq!(pull_policy("registry:5000/nginx"), "Always");
+/// An enumerated string, when set: NotSupported when unknown.
+fn one_of(spec: &Value, key: &str, allowed: &[&str], path: &str) -> Option<FieldError> {
+    match str_at(spec, key) {
+        "" => None,
+        v if !allowed.contains(&v) => Some(FieldError::not_supported(
+            format!("{path}.{key}"),
+            v,
+            allowed,
+        )),
+        _ => None,
     }
+}
 
-    #[test]
-    fn qos_classes() {
-        let best = json!({"containers": [{"name": "c"}]});
-        assert_eq!(qos_class(&best), "BestEffort");
-        let burst = json!({"containers": [{"resources": {"requests": {"cpu": "100m", "memory": "200Mi"}, "limits": {"memory": "200Mi"}}}]});
-        assert_eq!(qos_class(&burst), "Burstable");
-        let guaranteed = json!({"containers": [{"resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}]});
-        assert_eq!(qos_class(&guaranteed), "Guaranteed");
+/// Upstream's ValidatePodSpec for the spec at `path`, of a Pod (`is_pod`) or of a template.
+pub fn validate_spec(spec: &Value, path: &str, is_pod: bool) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let p = |k: &str| format!("{path}.{k}");
+    let (vols, vol_errs) = volumes::validate(spec.get("volumes"), &p("volumes"), is_pod);
+    errs.extend(vol_errs);
+    errs.extend(containers(spec, path, &vols));
+    errs.extend(host_network_ports(spec, path, is_pod));
+    errs.extend(one_of(spec, "restartPolicy", RESTART_POLICIES, path));
+    errs.extend(one_of(spec, "dnsPolicy", DNS_POLICIES, path));
+    errs.extend(validate_labels(
+        &p("nodeSelector"),
+        spec.get("nodeSelector"),
+    ));
+    errs.extend(security::pod(spec, &p("securityContext")));
+    errs.extend(scheduling::affinity(spec.get("affinity"), &p("affinity")));
+    errs.extend(scheduling::dns_config(spec, &p("dnsConfig")));
+    errs.extend(scheduling::gates(spec, path));
+    errs.extend(scheduling::topology_spread(
+        spec.get("topologySpreadConstraints"),
+        &p("topologySpreadConstraints"),
+    ));
+    if spec.get("hostUsers").and_then(Value::as_bool) == Some(false) {
+        for (key, shown) in [
+            ("hostNetwork", "hostNetwork"),
+            ("hostPID", "HostPID"),
+            ("hostIPC", "HostIPC"),
+        ] {
+            if spec.get(key).and_then(Value::as_bool) == Some(true) {
+                errs.push(FieldError::forbidden(
+                    p(shown),
+                    "when `pod.Spec.HostUsers` is false",
+                ));
+            }
+        }
     }
+    errs.extend(subdomain(spec, "serviceAccountName", path));
+    errs.extend(subdomain(spec, "nodeName", path));
+    if let Some(v) = spec.get("activeDeadlineSeconds").and_then(Value::as_i64) {
+        if !(1..=MAX_INT32).contains(&v) {
+            errs.push(FieldError::invalid(
+                p("activeDeadlineSeconds"),
+                v,
+                format!("must be between 1 and {MAX_INT32}, inclusive"),
+            ));
+        }
+    }
+    errs.extend(dns_label(spec, "hostname", path));
+    errs.extend(dns_label(spec, "subdomain", path));
+    errs.extend(tolerations(spec.get("tolerations"), &p("tolerations")));
+    errs.extend(scheduling::host_aliases(
+        spec.get("hostAliases"),
+        &p("hostAliases"),
+    ));
+    errs.extend(subdomain(spec, "priorityClassName", path));
+    if spec.get("runtimeClassName").is_some_and(|v| !v.is_null()) {
+        let name = str_at(spec, "runtimeClassName");
+        for m in subdomain_errors(name) {
+            errs.push(FieldError::invalid(p("runtimeClassName"), name, m));
+        }
+    }
+    if spec.get("preemptionPolicy").is_some_and(|v| !v.is_null()) {
+        errs.extend(one_of(
+            spec,
+            "preemptionPolicy",
+            &["PreemptLowerPriority", "Never"],
+            path,
+        ));
+    }
+    if let Some(overhead) = spec.get("overhead").filter(|v| !v.is_null()) {
+        let as_limits = serde_json::json!({ "limits": overhead });
+        errs.extend(resource_requirements(&p("overhead"), Some(&as_limits)));
+    }
+    if let Some(os) = spec.get("os").filter(|v| !v.is_null()) {
+        match str_at(os, "name") {
+            "" => errs.push(FieldError::required(p("os.name"), "cannot be empty")),
+            "linux" | "windows" => {}
+            other => errs.push(FieldError::not_supported(
+                p("os"),
+                other,
+                &["linux", "windows"],
+            )),
+        }
+    }
+    errs
+}
 
-    #[test]
-    fn invalid_specs_are_reported() {
-        let errs = validate_pod_spec(&json!({}), "spec");
-        assert_eq!(errs[0].to_string(), "spec.containers: Required value");
-        let spec = json!({"restartPolicy": "Sometimes", "containers": [{"name": "A_b"}, {"name": "x", "image": "i", "resources": {"requests": {"cpu": "lots"}}}]});
-        let fields: Vec<String> = validate_pod_spec(&spec, "spec")
-            .iter()
-            .map(|e| e.field.clone())
-            .collect();
-        assert_eq!(
-            fields,
-            [
-                "spec.containers[0].name",
-                "spec.containers[0].image",
-                "spec.containers[1].resources.requests[cpu]",
-                "spec.restartPolicy"
-            ]
-        );
+/// Validate a pod template's spec at `path` (`spec.template.spec`).
+pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
+    let mut errs = validate_spec(spec, path, false);
+    if items(spec.get("ephemeralContainers")).next().is_some() {
+        errs.push(FieldError::forbidden(
+            format!("{path}.ephemeralContainers"),
+            "ephemeral containers not allowed in pod template",
+        ));
     }
+    errs
+}
+
+/// A Pod's own rules beyond its spec's: images without surrounding whitespace.
+pub fn validate_pod_only(spec: &Value, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for list in ["containers", "initContainers"] {
+        for (i, c) in items(spec.get(list)) {
+            let image = str_at(c, "image");
+            if image.trim() != image {
+                errs.push(FieldError::invalid(
+                    format!("{path}.{list}[{i}].image"),
+                    image,
+                    "must not have leading or trailing whitespace",
+                ));
+            }
+        }
+    }
+    errs
 }

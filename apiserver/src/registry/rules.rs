@@ -1,88 +1,30 @@
 //! The value rules every kind's validation is made of, each in one place with upstream's field
 //! paths and wording (apimachinery's and core/v1's validation helpers): quantities and resource
-//! lists, requests within limits, non-negative integers, ports, integer-or-percent, IPs and
-//! label selectors. A kind's strategy calls these; it never words a rule itself.
+//! requirements (`resources`), string syntaxes (`text`: qualified names, ConfigMap keys,
+//! environment variable and port names), addresses (`net`: IPs, CIDRs), non-negative integers,
+//! ports, integer-or-percent and label selectors. A kind's strategy calls these; it never words
+//! a rule itself.
+
+mod net;
+mod resources;
+mod text;
 
 use serde_json::Value;
-use tinykube_proto::quantity::Quantity;
 
 use super::field::FieldError;
 
-const QUANTITY_MSG: &str =
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+pub use net::{cidr, ip, one_per_family, parse_ip};
+pub use resources::{
+    container_resource_name, invalid_quantity, non_negative_quantity, quantity, resource_list,
+    resource_requirements,
+};
+pub use text::{
+    config_key_errors, env_var_name_errors, http_header_name_errors, label_value_errors,
+    max_len_error, port_name_errors, qualified_name_errors, regex_error, subdomain_prefix_errors,
+};
+
 const NON_NEGATIVE: &str = "must be greater than or equal to 0";
 const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
-const IP_MSG: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
-
-fn quantity_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// A quantity (a string, or a number as JSON clients may send), if it is one.
-pub fn quantity(v: &Value) -> Option<Quantity> {
-    Quantity::parse(&quantity_text(v)).ok()
-}
-
-/// The error for a value at `field` that is not a quantity.
-pub fn invalid_quantity(field: &str, v: &Value) -> FieldError {
-    FieldError::invalid(field, quantity_text(v), QUANTITY_MSG)
-}
-
-/// A quantity at `field` that must not be negative.
-pub fn non_negative_quantity(field: &str, v: &Value) -> Option<FieldError> {
-    match quantity(v) {
-        None => Some(invalid_quantity(field, v)),
-        Some(q) if q < Quantity::from_milli(0) => {
-            Some(FieldError::invalid(field, q.to_string(), NON_NEGATIVE))
-        }
-        Some(_) => None,
-    }
-}
-
-/// A resource list (`requests`, `limits`, `overhead`) at `field`: every quantity valid and not
-/// negative (`spec.containers[0].resources.requests[cpu]`).
-pub fn resource_list(field: &str, list: Option<&Value>) -> Vec<FieldError> {
-    let Some(Value::Object(m)) = list else {
-        return Vec::new();
-    };
-    m.iter()
-        .filter_map(|(name, v)| non_negative_quantity(&format!("{field}[{name}]"), v))
-        .collect()
-}
-
-/// A container's `resources` at `field` (`spec.containers[0].resources`): both lists valid, and
-/// every request at most its limit ("must be less than or equal to cpu limit of 1").
-pub fn resource_requirements(field: &str, resources: Option<&Value>) -> Vec<FieldError> {
-    let Some(r) = resources else {
-        return Vec::new();
-    };
-    let (requests, limits) = (r.get("requests"), r.get("limits"));
-    let mut errs = resource_list(&format!("{field}.limits"), limits);
-    errs.extend(resource_list(&format!("{field}.requests"), requests));
-    if !errs.is_empty() {
-        return errs;
-    }
-    let (Some(Value::Object(req)), Some(Value::Object(lim))) = (requests, limits) else {
-        return errs;
-    };
-    for (name, r) in req {
-        let Some(l) = lim.get(name) else { continue };
-        let path = format!("{field}.requests[{name}]");
-        if let (Some(r), Some(l)) = (quantity(r), quantity(l)) {
-            if r > l {
-                errs.push(FieldError::invalid(
-                    path,
-                    r.to_string(),
-                    format!("must be less than or equal to {name} limit of {l}"),
-                ));
-            }
-        }
-    }
-    errs
-}
 
 /// An optional integer at `field` that must not be negative (replicas, seconds, limits).
 pub fn non_negative_int(field: &str, v: Option<&Value>) -> Option<FieldError> {
@@ -138,13 +80,6 @@ pub fn int_or_percent(field: &str, v: Option<&Value>, over_100: bool) -> Vec<Fie
     }
 }
 
-/// An IP address (v4 or v6) at `field`, as upstream's IsValidIP.
-pub fn ip(field: &str, s: &str) -> Option<FieldError> {
-    s.parse::<std::net::IpAddr>()
-        .is_err()
-        .then(|| FieldError::invalid(field, s, IP_MSG))
-}
-
 /// A metav1 LabelSelector at `field`: label keys and values, and each expression's operator
 /// with the values it needs (In/NotIn some, Exists/DoesNotExist none).
 pub fn label_selector(field: &str, selector: Option<&Value>) -> Vec<FieldError> {
@@ -161,20 +96,19 @@ pub fn label_selector(field: &str, selector: Option<&Value>) -> Vec<FieldError> 
         .enumerate()
     {
         let path = format!("{field}.matchExpressions[{i}]");
-        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-        if let Err(msg) = tinykube_proto::labels::validate_key(key) {
-            errs.push(FieldError::invalid(format!("{path}.key"), key, msg));
-        }
-        let values = e
+        let values: Vec<&str> = e
             .get("values")
             .and_then(Value::as_array)
-            .map_or(0, Vec::len);
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         match e.get("operator").and_then(Value::as_str).unwrap_or("") {
-            "In" | "NotIn" if values == 0 => errs.push(FieldError::required(
+            "In" | "NotIn" if values.is_empty() => errs.push(FieldError::required(
                 format!("{path}.values"),
                 "must be specified when `operator` is 'In' or 'NotIn'",
             )),
-            "Exists" | "DoesNotExist" if values > 0 => errs.push(FieldError::forbidden(
+            "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(FieldError::forbidden(
                 format!("{path}.values"),
                 "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
             )),
@@ -184,6 +118,15 @@ pub fn label_selector(field: &str, selector: Option<&Value>) -> Vec<FieldError> 
                 op,
                 "not a valid selector operator",
             )),
+        }
+        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+        for msg in qualified_name_errors(key) {
+            errs.push(FieldError::invalid(format!("{path}.key"), key, msg));
+        }
+        for (j, v) in values.iter().enumerate() {
+            for msg in label_value_errors(v) {
+                errs.push(FieldError::invalid(format!("{path}.values[{j}]"), *v, msg));
+            }
         }
     }
     errs
@@ -199,37 +142,7 @@ mod tests {
     }
 
     #[test]
-    fn resources_as_upstream() {
-        let cases = [
-            (json!({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}), vec![]),
-            (
-                json!({"requests": {"cpu": "-1"}}),
-                vec!["r.requests[cpu]: Invalid value: \"-1\": must be greater than or equal to 0"],
-            ),
-            (
-                json!({"limits": {"memory": "-5Gi"}}),
-                vec!["r.limits[memory]: Invalid value: \"-5Gi\": must be greater than or equal to 0"],
-            ),
-            (
-                json!({"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}),
-                vec!["r.requests[cpu]: Invalid value: \"2\": must be less than or equal to cpu limit of 1"],
-            ),
-            (
-                json!({"requests": {"memory": "lots"}}),
-                vec!["r.requests[memory]: Invalid value: \"lots\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"],
-            ),
-        ];
-        for (resources, want) in cases {
-            assert_eq!(
-                messages(&resource_requirements("r", Some(&resources))),
-                want,
-                "{resources}"
-            );
-        }
-    }
-
-    #[test]
-    fn numbers_ports_percentages_and_ips() {
+    fn numbers_ports_and_percentages() {
         assert!(non_negative_int("f", Some(&json!(0))).is_none());
         assert!(non_negative_int("f", None).is_none());
         assert_eq!(
@@ -252,12 +165,6 @@ mod tests {
             ["spec.maxUnavailable: Invalid value: \"200%\": must not be greater than 100%"]
         );
         assert_eq!(int_or_percent("f", Some(&json!("x%")), true).len(), 1);
-        assert!(ip("status.podIP", "10.244.1.2").is_none());
-        assert!(ip("status.podIP", "fd00::1").is_none());
-        assert_eq!(
-            ip("status.podIP", "999.1.1.1").unwrap().to_string(),
-            "status.podIP: Invalid value: \"999.1.1.1\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
-        );
     }
 
     #[test]
