@@ -9,7 +9,9 @@ pub mod names;
 mod node;
 mod pod;
 mod podspec;
+mod policy;
 pub mod rules;
+mod scheduling;
 mod workloads;
 
 use field::FieldError;
@@ -72,8 +74,8 @@ pub fn strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("apps", "Deployment") => &WorkloadStrategy(Workload::Deployment),
         ("apps", "ReplicaSet") => &WorkloadStrategy(Workload::ReplicaSet),
         ("apps", "DaemonSet") => &WorkloadStrategy(Workload::DaemonSet),
-        ("policy", "PodDisruptionBudget") => &cluster::PdbStrategy,
-        ("scheduling.k8s.io", "PriorityClass") => &cluster::PriorityClassStrategy,
+        ("policy", "PodDisruptionBudget") => &policy::PdbStrategy,
+        ("scheduling.k8s.io", "PriorityClass") => &scheduling::PriorityClassStrategy,
         ("node.k8s.io", "RuntimeClass") => &node::RuntimeClassStrategy,
         ("", "Event")
         | ("events.k8s.io", "Event")
