@@ -3,6 +3,8 @@
 //!
 //! Objects are handled as `serde_json::Value` with the fields named as on the wire.
 
+mod apps;
+mod apps_status;
 mod cluster;
 pub mod field;
 pub mod names;
@@ -12,6 +14,7 @@ mod podspec;
 mod policy;
 pub mod rules;
 mod scheduling;
+mod semantic;
 mod workloads;
 
 use field::FieldError;
@@ -77,10 +80,10 @@ pub fn strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("policy", "PodDisruptionBudget") => &policy::PdbStrategy,
         ("scheduling.k8s.io", "PriorityClass") => &scheduling::PriorityClassStrategy,
         ("node.k8s.io", "RuntimeClass") => &node::RuntimeClassStrategy,
-        ("", "Event")
-        | ("events.k8s.io", "Event")
-        | ("coordination.k8s.io", "Lease")
-        | ("apps", "ControllerRevision") => &cluster::MetaOnly(names::NameRule::Subdomain),
+        ("", "Event") | ("events.k8s.io", "Event") | ("coordination.k8s.io", "Lease") => {
+            &cluster::MetaOnly(names::NameRule::Subdomain)
+        }
+        ("apps", "ControllerRevision") => &apps_status::ControllerRevisionStrategy,
         _ => &Plain,
     }
 }
