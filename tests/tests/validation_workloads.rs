@@ -325,3 +325,76 @@ fn invalid_workloads_and_statuses_are_refused() {
         "{answer}"
     );
 }
+
+#[test]
+fn budgets_leases_and_events_are_checked() {
+    let server = ApiServer::start().unwrap();
+    let http = Http::new(&server);
+    let pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+    let budget = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: web\nspec:\n  maxUnavailable: \"200%\"\n  selector:\n    matchLabels: {app: web}\n";
+    let out = server.kubectl_stdin(&["create", "-f", "-"], Some(budget));
+    let err = out.fails();
+    assert!(
+        err.starts_with(
+            "The PodDisruptionBudget \"web\" is invalid: spec.maxUnavailable: Invalid value: "
+        ) && err.ends_with(": must not be greater than 100%\n"),
+        "{err}"
+    );
+    let both = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+                      "spec": {"minAvailable": 1, "maxUnavailable": 1}});
+    let (code, answer) = http.json("POST", pdbs, &both);
+    assert_eq!(code, 422, "{answer}");
+    assert_eq!(answer["details"]["causes"][0]["field"], "spec");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(": minAvailable and maxUnavailable cannot be both set"),
+        "{answer}"
+    );
+    assert_eq!(http.count(pdbs), 0);
+
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+                       "spec": {"holderIdentity": "me", "leaseDurationSeconds": 0}});
+    refused(
+        http.json("POST", leases, &lease),
+        422,
+        "Lease.coordination.k8s.io \"l\" is invalid: spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0",
+    );
+    assert_eq!(http.count(leases), 0);
+
+    // Events: the legacy rules for every API, the strict ones for events.k8s.io.
+    let core = "/api/v1/namespaces/default/events";
+    let astray = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "kube-system"},
+        "reason": "Started", "message": "m", "type": "Normal"});
+    refused(
+        http.json("POST", core, &astray),
+        422,
+        "Event \"e\" is invalid: involvedObject.namespace: Invalid value: \"kube-system\": does not match event.namespace",
+    );
+    let new_api = "/apis/events.k8s.io/v1/namespaces/default/events";
+    let event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "p.17a3f"},
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "reason": "Started", "note": "started", "type": "Info", "action": "Starting",
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "example.com/ctl", "reportingInstance": "ctl-1"});
+    refused(
+        http.json("POST", new_api, &event),
+        422,
+        "Event \"p.17a3f\" is invalid: type: Invalid value: \"\": has invalid value: Info",
+    );
+    assert_eq!(http.count(core), 0, "nothing was stored");
+    let mut normal = event.clone();
+    normal["type"] = "Normal".into();
+    assert_eq!(http.json("POST", new_api, &normal).0, 201);
+    let one = format!("{new_api}/p.17a3f");
+    let series = json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T00:01:00.000000Z"}});
+    assert_eq!(http.merge(&one, &series).0, 200, "a repeat is counted");
+    refused(
+        http.merge(&one, &json!({"note": "changed"})),
+        422,
+        "Event \"p.17a3f\" is invalid: message: Invalid value: \"changed\": field is immutable",
+    );
+}

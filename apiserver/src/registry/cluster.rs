@@ -1,5 +1,5 @@
 //! Cluster kinds: Node (taints, spec/status split), Namespace (finalizers, phase), ConfigMap
-//! (size), and the kinds with only metadata rules.
+//! (size).
 
 use serde_json::{json, Value};
 
@@ -84,19 +84,6 @@ impl Strategy for NamespaceStrategy {
 
     fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
         validate_object_meta(new, NameRule::Label)
-    }
-}
-
-/// Kinds whose only rules are the metadata ones (Event, Lease, ControllerRevision, …).
-pub struct MetaOnly(pub NameRule);
-
-impl Strategy for MetaOnly {
-    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        validate_object_meta(obj, self.0)
-    }
-
-    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
-        validate_object_meta(new, self.0)
     }
 }
 

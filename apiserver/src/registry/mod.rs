@@ -6,7 +6,10 @@
 mod apps;
 mod apps_status;
 mod cluster;
+mod coordination;
+mod events;
 pub mod field;
+mod generic;
 pub mod names;
 mod node;
 mod pod;
@@ -80,9 +83,9 @@ pub fn strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("policy", "PodDisruptionBudget") => &policy::PdbStrategy,
         ("scheduling.k8s.io", "PriorityClass") => &scheduling::PriorityClassStrategy,
         ("node.k8s.io", "RuntimeClass") => &node::RuntimeClassStrategy,
-        ("", "Event") | ("events.k8s.io", "Event") | ("coordination.k8s.io", "Lease") => {
-            &cluster::MetaOnly(names::NameRule::Subdomain)
-        }
+        ("", "Event") => &events::EventStrategy { strict: false },
+        ("events.k8s.io", "Event") => &events::EventStrategy { strict: true },
+        ("coordination.k8s.io", "Lease") => &coordination::LeaseStrategy,
         ("apps", "ControllerRevision") => &apps_status::ControllerRevisionStrategy,
         _ => &Plain,
     }
