@@ -49,6 +49,15 @@ impl Qualified {
     }
 }
 
+/// A kind as upstream's GroupKind prints it: `Pod`, `Deployment.apps`, `PatchOptions.meta.k8s.io`.
+fn qualified_kind(kind: &str, group: &str) -> String {
+    if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    }
+}
+
 /// A failed request.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -64,7 +73,8 @@ pub enum ApiError {
         name: String,
         reason: String,
     },
-    #[error("{}", invalid_message(.kind, .name, .errors))]
+    /// 422: `kind` and `group` name the kind as upstream's `Kind.group` (`Deployment.apps`).
+    #[error("{}", invalid_message(&qualified_kind(.kind, .group), .name, .errors))]
     Invalid {
         kind: String,
         group: String,

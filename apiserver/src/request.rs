@@ -276,14 +276,19 @@ pub fn body_format(headers: &HeaderMap) -> ApiResult<BodyFormat> {
     })
 }
 
-/// The first bytes of a body, for error messages (`{"apiVersion":"v1","kind":"Pod ...`).
+/// The first bytes of a body, for error messages, as upstream's summarizeData: a JSON object as
+/// text (`{"apiVersion":"v1","kind":"Pod ...`), anything else in hex, `<empty>` for nothing.
 fn excerpt(body: &[u8]) -> String {
-    let s = String::from_utf8_lossy(body);
-    let cut: String = s.chars().take(30).collect();
-    if cut.len() < s.len() {
-        format!("{cut} ...")
-    } else {
-        cut
+    const MAX: usize = 30;
+    let cut = &body[..body.len().min(MAX)];
+    let more = if body.len() > MAX { " ..." } else { "" };
+    match body.first() {
+        None => "<empty>".to_string(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(cut)),
+        Some(_) => {
+            let hex: String = cut.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{hex}{more}")
+        }
     }
 }
 
@@ -305,6 +310,40 @@ pub fn decode_body(body: &[u8], format: BodyFormat, expected: &str) -> ApiResult
             excerpt(body)
         ))),
     }
+}
+
+/// How Go's encoding/json names a JSON value that does not fit the Go type it is decoded into.
+pub fn go_json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// An object body whose `apiVersion` and `kind` are strings (or absent), as upstream reads them
+/// first into a struct of two strings: `"kind": 5` is a 400 naming the first field of the wrong
+/// type in the document, in Go's words (`json: cannot unmarshal number into Go struct field
+/// .kind of type string`).
+pub fn decode_object_body(body: &[u8], format: BodyFormat, expected: &str) -> ApiResult<Value> {
+    let obj = decode_body(body, format, expected)?;
+    let wrong = obj.as_object().and_then(|m| {
+        m.iter().find(|(k, v)| {
+            matches!(k.as_str(), "apiVersion" | "kind")
+                && !matches!(v, Value::String(_) | Value::Null)
+        })
+    });
+    if let Some((field, v)) = wrong {
+        return Err(ApiError::BadRequest(format!(
+            "the object provided is unrecognized (must be of type {expected}): couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{field} of type string ({})",
+            go_json_kind(v),
+            excerpt(body)
+        )));
+    }
+    Ok(obj)
 }
 
 /// serde_json's message, worded as Go's encoding/json where the meaning is the same.
@@ -363,6 +402,50 @@ mod tests {
         assert_eq!(q.label_selector.as_deref(), Some("app=web,tier in (a)"));
         assert!(q.is_watch());
         assert!(Query::parse(Some("limit=%zz")).is_err());
+    }
+
+    #[test]
+    fn excerpts_are_upstreams_summaries() {
+        assert_eq!(excerpt(b""), "<empty>");
+        assert_eq!(excerpt(b"{\"kind\":5}"), "{\"kind\":5}");
+        assert_eq!(
+            excerpt(br#"{"apiVersion":"apps/v1","kind":"Deployment"}"#),
+            r#"{"apiVersion":"apps/v1","kind" ..."#
+        );
+        assert_eq!(excerpt(b"kind: 5"), "6b696e643a2035");
+    }
+
+    #[test]
+    fn type_meta_must_be_strings() {
+        let cases = [
+            (r#"{"apiVersion":"apps/v1","kind":"Deployment"}"#, None),
+            (r#"{"kind":null}"#, None),
+            (
+                r#"{"apiVersion":"apps/v1","kind":5}"#,
+                Some("json: cannot unmarshal number into Go struct field .kind of type string ({\"apiVersion\":\"apps/v1\",\"kind\" ...)"),
+            ),
+            (
+                r#"{"kind":true,"apiVersion":["v1"]}"#,
+                Some("json: cannot unmarshal bool into Go struct field .kind of type string"),
+            ),
+            (
+                r#"{"apiVersion":{"g":"apps"},"kind":5}"#,
+                Some("json: cannot unmarshal object into Go struct field .apiVersion of type string"),
+            ),
+        ];
+        for (body, want) in cases {
+            match (
+                decode_object_body(body.as_bytes(), BodyFormat::Json, "Deployment"),
+                want,
+            ) {
+                (Ok(_), None) => {}
+                (Err(ApiError::BadRequest(m)), Some(w)) => {
+                    assert!(m.starts_with("the object provided is unrecognized (must be of type Deployment): couldn't get version/kind; json parse error: "), "{m}");
+                    assert!(m.contains(w), "{m}");
+                }
+                (other, _) => panic!("{body}: {other:?}"),
+            }
+        }
     }
 
     #[test]

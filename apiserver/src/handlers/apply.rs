@@ -12,11 +12,11 @@ use serde_json::Value;
 use tinykube_proto::managed::{self, Conflict};
 
 use super::decode::{admit_body, name_as_on_url, place_in_namespace, FieldValidation};
+use super::options::{self, Verb};
 use super::persist::{change_stored, create_object, manager_of, respond, update_rules, Track};
 use super::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager::{self, Manager};
-use crate::registry::field::FieldError;
 use crate::request::{decode_body, truthy, BodyFormat};
 use crate::storage::Change;
 
@@ -54,17 +54,7 @@ fn decode_config(ctx: &Ctx, body: &[u8], name: &str) -> ApiResult<(Value, Vec<St
 pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let info = ctx.target.info;
     let name = ctx.target.name.clone().unwrap_or_default();
-    if ctx.query.field_manager.as_deref().unwrap_or("").is_empty() {
-        return Err(ApiError::Invalid {
-            kind: "PatchOptions.meta.k8s.io".into(),
-            group: "meta.k8s.io".into(),
-            name: String::new(),
-            errors: vec![FieldError::required(
-                "fieldManager",
-                "is required for apply patch",
-            )],
-        });
-    }
+    options::check(&ctx, Verb::Patch { apply: true })?;
     let manager = manager_of(&ctx);
     let force = truthy(&ctx.query.force);
     let (config, warnings) = decode_config(&ctx, body, &name)?;

@@ -9,7 +9,7 @@ use super::Ctx;
 use crate::convert;
 use crate::error::{ApiError, ApiResult};
 use crate::object::{self, meta_mut};
-use crate::request::{body_format, decode_body, BodyFormat};
+use crate::request::{body_format, decode_object_body, BodyFormat};
 
 /// How unknown fields are treated (`fieldValidation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,7 +159,21 @@ pub(super) fn place_in_namespace(ctx: &Ctx, obj: &mut Value) -> ApiResult<()> {
     Ok(())
 }
 
-/// A body's name must be the URL's (or unset, and then it is set).
+/// The object's name must be the URL's, as upstream's checkName requires of an update's body and
+/// of a patched object: none is "undeterminable", another one does not match.
+pub(super) fn check_name(obj: &Value, name: &str) -> ApiResult<()> {
+    match object::name(obj) {
+        "" => Err(ApiError::BadRequest(format!(
+            "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+        ))),
+        n if n != name => Err(ApiError::BadRequest(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// An applied configuration's name must be the URL's (or unset, and then it is set).
 pub(super) fn name_as_on_url(obj: &mut Value, name: &str) -> ApiResult<()> {
     match object::meta_str(obj, "name") {
         Some(n) if !n.is_empty() && n != name => Err(ApiError::BadRequest(format!(
@@ -189,6 +203,38 @@ pub(super) fn decode_as(
             "application/json, application/yaml".into(),
         ));
     }
-    let raw = decode_body(body, format, expected)?;
+    let raw = decode_object_body(body, format, expected)?;
     Ok(admit_body(kind_info, raw, FieldValidation::Ignore)?.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_are_checked_as_upstreams_check_name() {
+        let cases = [
+            (json!({"metadata": {"name": "web"}}), None),
+            (
+                json!({"metadata": {"name": "other"}}),
+                Some("the name of the object (other) does not match the name on the URL (web)"),
+            ),
+            (
+                json!({"metadata": {}}),
+                Some("the name of the object (web based on URL) was undeterminable: name must be provided"),
+            ),
+            (
+                json!({"kind": "Deployment"}),
+                Some("the name of the object (web based on URL) was undeterminable: name must be provided"),
+            ),
+        ];
+        for (obj, want) in cases {
+            match (check_name(&obj, "web"), want) {
+                (Ok(()), None) => {}
+                (Err(ApiError::BadRequest(m)), Some(w)) => assert_eq!(m, w),
+                (other, _) => panic!("{obj}: {other:?}"),
+            }
+        }
+    }
 }

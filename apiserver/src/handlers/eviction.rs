@@ -113,6 +113,7 @@ fn dry_run(ctx: &Ctx, eviction: &Value) -> ApiResult<bool> {
 
 /// Evict a pod unless a PodDisruptionBudget forbids it (429).
 pub async fn eviction(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
+    super::options::check(&ctx, super::options::Verb::Create)?;
     let eviction = decode_as(&ctx, body, &EVICTION, "Eviction")?;
     let name = ctx.target.name.clone().unwrap_or_default();
     if object::name(&eviction) != name {

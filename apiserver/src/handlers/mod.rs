@@ -5,6 +5,7 @@ mod apply;
 mod decode;
 mod delete;
 mod eviction;
+mod options;
 mod persist;
 mod read;
 mod subresource;

@@ -36,6 +36,18 @@ pub(super) fn manager_of(ctx: &Ctx) -> Manager {
     )
 }
 
+/// A 422 for the strategy's errors. Upstream names the kind of the type it validates, the stored
+/// one: an events.k8s.io Event is a core `Event "x" is invalid`.
+fn invalid(info: &ResourceInfo, name: &str, errors: Vec<FieldError>) -> ApiError {
+    let mut e = ApiError::invalid(info, name, errors);
+    if let ApiError::Invalid { group, .. } = &mut e {
+        if info.group == "events.k8s.io" {
+            group.clear();
+        }
+    }
+    e
+}
+
 /// Metadata only the server sets on create.
 fn fill_system_metadata(info: &ResourceInfo, obj: &mut Value) {
     let meta = meta_mut(obj);
@@ -95,7 +107,7 @@ pub(super) async fn create_object(
         }
         let errors = strategy.validate_create(&candidate);
         if !errors.is_empty() {
-            return Err(ApiError::invalid(info, object::name(&candidate), errors));
+            return Err(invalid(info, object::name(&candidate), errors));
         }
         if attempt == 0 {
             warnings.extend(strategy.warnings(&candidate));
@@ -227,7 +239,7 @@ pub(super) fn update_rules(
         }
     };
     if !errors.is_empty() {
-        return Err(ApiError::invalid(info, &name, errors));
+        return Err(invalid(info, &name, errors));
     }
     if info.has_generation && object::spec_part(&new) != object::spec_part(old) {
         let g = old

@@ -8,12 +8,14 @@ use serde_json::{json, Value};
 use tinykube_proto::labels::Selector;
 use tinykube_proto::registry::{self, ResourceInfo};
 
-use super::decode::decode_as;
+use super::decode::{check_name, decode_as};
+use super::options::{self, Verb};
 use super::persist::{manager_of, update_rules, Track};
 use super::{json_response, success, Ctx};
 use crate::error::{ApiError, ApiResult, Qualified};
 use crate::object::{self, meta_mut};
-use crate::request::{body_format, BodyFormat};
+use crate::registry::field::FieldError;
+use crate::request::{body_format, decode_object_body, go_json_kind, BodyFormat};
 use crate::storage::Change;
 
 fn pods() -> &'static ResourceInfo {
@@ -22,6 +24,7 @@ fn pods() -> &'static ResourceInfo {
 
 /// Assign a pod to a node, as the scheduler does through pods/binding.
 pub async fn binding(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
+    options::check(&ctx, Verb::Create)?;
     let binding_info = registry::lookup("", "v1", "bindings").expect("bindings are served");
     let binding = decode_as(&ctx, body, binding_info, "Binding")?;
     let pod_name = ctx
@@ -41,10 +44,7 @@ pub async fn binding(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         return Err(ApiError::invalid(
             binding_info,
             &pod_name,
-            vec![crate::registry::field::FieldError::required(
-                "target.name",
-                "",
-            )],
+            vec![FieldError::required("target.name", "")],
         ));
     }
     let annotations = binding
@@ -177,62 +177,145 @@ pub fn get_scale(ctx: Ctx) -> ApiResult<Response> {
     ))
 }
 
-/// PUT or PATCH of the scale subresource: only `spec.replicas` reaches the object.
+/// Go's decode error for a Scale's `spec.replicas` that is not an int32 (`json: cannot
+/// unmarshal number 1.5 into Go struct field ScaleSpec.spec.replicas of type int32`).
+fn replicas_of(scale: &Value) -> Result<i64, String> {
+    let not_int32 = |what: String| {
+        format!("json: cannot unmarshal {what} into Go struct field ScaleSpec.spec.replicas of type int32")
+    };
+    match scale.pointer("/spec/replicas") {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .filter(|r| i32::try_from(*r).is_ok())
+            .ok_or_else(|| not_int32(format!("number {n}"))),
+        Some(other) => Err(not_int32(go_json_kind(other).to_string())),
+    }
+}
+
+/// A Scale body of PUT: an autoscaling/v1 Scale whose replicas decode, named as the URL.
+fn decode_scale(ctx: &Ctx, body: &[u8], name: &str) -> ApiResult<Value> {
+    let format = body_format(&ctx.headers)?;
+    if !matches!(
+        format,
+        BodyFormat::Json | BodyFormat::Yaml | BodyFormat::Protobuf
+    ) {
+        return Err(ApiError::UnsupportedMediaType(
+            "application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
+        ));
+    }
+    let scale = decode_object_body(body, format, "Scale")?;
+    let text = |k: &str| scale.get(k).and_then(Value::as_str).unwrap_or("");
+    match text("apiVersion") {
+        "" | "autoscaling/v1" => {}
+        other => {
+            return Err(ApiError::BadRequest(format!(
+                "the API version in the data ({other}) does not match the expected API version (autoscaling/v1)"
+            )))
+        }
+    }
+    match text("kind") {
+        "" | "Scale" => {}
+        other => {
+            return Err(ApiError::BadRequest(format!(
+                "the kind in the data ({other}) does not match the expected kind (Scale)"
+            )))
+        }
+    }
+    let cannot = |detail: String| {
+        ApiError::BadRequest(format!(
+            "Scale in version \"v1\" cannot be handled as a Scale: {detail}"
+        ))
+    };
+    replicas_of(&scale).map_err(cannot)?;
+    tinykube_proto::typed::normalize("autoscaling", "Scale", &scale)
+        .map_err(|e| cannot(e.to_string()))?;
+    check_name(&scale, name)?;
+    Ok(scale)
+}
+
+/// A patch of the Scale view applied, as upstream's patcher answers a patched object that does
+/// not decode: 422 about field `patch`, with the patched object as the value.
+fn patch_scale(view: &Value, doc: &Value, format: BodyFormat) -> ApiResult<Value> {
+    let scale = match format {
+        BodyFormat::JsonPatch => tinykube_proto::patch::json_patch(view, doc)
+            .map_err(|e| ApiError::BadRequest(e.to_string()))?,
+        BodyFormat::MergePatch | BodyFormat::StrategicMergePatch => {
+            tinykube_proto::patch::merge_patch(view, doc)
+        }
+        _ => {
+            return Err(ApiError::UnsupportedMediaType(
+                "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json".into(),
+            ))
+        }
+    };
+    if let Err(detail) = replicas_of(&scale) {
+        return Err(ApiError::Invalid {
+            kind: String::new(),
+            group: String::new(),
+            name: String::new(),
+            errors: vec![FieldError::invalid("patch", scale.to_string(), detail)],
+        });
+    }
+    Ok(scale)
+}
+
+/// PUT or PATCH of the scale subresource: only `spec.replicas` reaches the object. Upstream's
+/// ValidateScale refuses negative replicas as `Scale.autoscaling "NAME" is invalid`.
 pub async fn update_scale(ctx: Ctx, body: &[u8], is_patch: bool) -> ApiResult<Response> {
     let info = ctx.target.info;
     let name = ctx.target.name.clone().unwrap_or_default();
     let ns = ctx.target.namespace.clone();
+    let verb = if is_patch {
+        Verb::Patch { apply: false }
+    } else {
+        Verb::Update
+    };
+    options::check(&ctx, verb)?;
     let format = body_format(&ctx.headers)?;
     let manager = manager_of(&ctx);
-    let doc: Value = serde_json::from_slice(body).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "error decoding body: {}",
-            crate::request::json_error(&e)
-        ))
-    })?;
+    let doc: Value = if is_patch {
+        serde_json::from_slice(body).map_err(|e| {
+            ApiError::BadRequest(format!(
+                "error decoding patch: {}",
+                crate::request::json_error(&e)
+            ))
+        })?
+    } else {
+        decode_scale(&ctx, body, &name)?
+    };
     let outcome = ctx
         .state
         .objects
         .update(info, ns.as_deref(), &name, |current| {
-            let view = scale_view(info, &current);
             let scale = if is_patch {
-                match format {
-                    BodyFormat::JsonPatch => tinykube_proto::patch::json_patch(&view, &doc)
-                        .map_err(|e| ApiError::BadRequest(e.to_string()))?,
-                    BodyFormat::MergePatch | BodyFormat::StrategicMergePatch => {
-                        tinykube_proto::patch::merge_patch(&view, &doc)
-                    }
-                    _ => {
-                        return Err(ApiError::UnsupportedMediaType(
-                            "application/merge-patch+json".into(),
-                        ))
-                    }
-                }
+                let patched = patch_scale(&scale_view(info, &current), &doc, format)?;
+                check_name(&patched, &name)?;
+                patched
             } else {
                 doc.clone()
             };
             if let Some(rv) = scale
                 .pointer("/metadata/resourceVersion")
                 .and_then(Value::as_str)
+                .filter(|rv| !rv.is_empty())
             {
                 if Some(rv) != object::resource_version(&current) {
                     return Err(ApiError::conflict(info, &name));
                 }
             }
-            let replicas = scale
-                .pointer("/spec/replicas")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
+            let replicas = replicas_of(&scale).unwrap_or(0);
             if replicas < 0 {
-                return Err(ApiError::invalid(
-                    info,
-                    &name,
-                    vec![crate::registry::field::FieldError::invalid(
+                return Err(ApiError::Invalid {
+                    kind: "Scale".into(),
+                    group: "autoscaling".into(),
+                    name: name.clone(),
+                    errors: vec![FieldError::invalid(
                         "spec.replicas",
                         replicas,
                         "must be greater than or equal to 0",
                     )],
-                ));
+                });
             }
             let mut next = current.clone();
             if let Some(spec) = next.get_mut("spec").and_then(Value::as_object_mut) {
@@ -252,4 +335,53 @@ pub async fn update_scale(ctx: Ctx, body: &[u8], is_patch: bool) -> ApiResult<Re
         &scale_view(info, &outcome.into_object()),
         ctx.pretty,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicas_decode_as_an_int32_or_say_why_as_go() {
+        let field = "into Go struct field ScaleSpec.spec.replicas of type int32";
+        let cases = [
+            (json!({"spec": {"replicas": 3}}), Ok(3)),
+            (json!({"spec": {}}), Ok(0)),
+            (json!({"spec": {"replicas": -1}}), Ok(-1)),
+            (
+                json!({"spec": {"replicas": 1.5}}),
+                Err(format!("json: cannot unmarshal number 1.5 {field}")),
+            ),
+            (
+                json!({"spec": {"replicas": 3000000000_i64}}),
+                Err(format!("json: cannot unmarshal number 3000000000 {field}")),
+            ),
+            (
+                json!({"spec": {"replicas": "3"}}),
+                Err(format!("json: cannot unmarshal string {field}")),
+            ),
+        ];
+        for (scale, want) in cases {
+            assert_eq!(replicas_of(&scale), want, "{scale}");
+        }
+    }
+
+    #[test]
+    fn a_patched_scale_that_does_not_decode_is_a_patch_error() {
+        let view = json!({"kind": "Scale", "apiVersion": "autoscaling/v1",
+                          "metadata": {"name": "web"}, "spec": {"replicas": 1}});
+        let doc = json!({"spec": {"replicas": 1.5}});
+        let err = patch_scale(&view, &doc, BodyFormat::MergePatch).unwrap_err();
+        assert_eq!(err.code(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(
+            err.to_string(),
+            " \"\" is invalid: patch: Invalid value: \"{\\\"kind\\\":\\\"Scale\\\",\\\"apiVersion\\\":\\\"autoscaling/v1\\\",\\\"metadata\\\":{\\\"name\\\":\\\"web\\\"},\\\"spec\\\":{\\\"replicas\\\":1.5}}\": json: cannot unmarshal number 1.5 into Go struct field ScaleSpec.spec.replicas of type int32"
+        );
+        let ok = patch_scale(
+            &view,
+            &json!({"spec": {"replicas": 4}}),
+            BodyFormat::MergePatch,
+        );
+        assert_eq!(ok.unwrap()["spec"]["replicas"], 4);
+    }
 }

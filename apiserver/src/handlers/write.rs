@@ -6,14 +6,15 @@ use serde_json::Value;
 use tinykube_proto::patch;
 use tinykube_proto::registry::ResourceInfo;
 
-use super::decode::{admit_body, name_as_on_url, place_in_namespace, FieldValidation};
+use super::decode::{admit_body, check_name, place_in_namespace, FieldValidation};
+use super::options::{self, Verb};
 use super::persist::{change_stored, create_object, manager_of, respond, update_rules, Track};
 use super::Ctx;
 use crate::convert;
 use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager::Manager;
 use crate::registry::field::FieldError;
-use crate::request::{body_format, decode_body, BodyFormat};
+use crate::request::{body_format, decode_object_body, BodyFormat};
 use crate::storage::Change;
 
 /// A create or update body (JSON, YAML or protobuf), admitted and placed in the request's
@@ -29,7 +30,7 @@ fn decode_object(ctx: &Ctx, body: &[u8]) -> ApiResult<(Value, Vec<String>)> {
             "application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
         ));
     }
-    let raw = decode_body(body, format, info.kind)?;
+    let raw = decode_object_body(body, format, info.kind)?;
     let validation = FieldValidation::parse(ctx.query.field_validation.as_deref())?;
     let (mut obj, warnings) = admit_body(info, raw, validation)?;
     place_in_namespace(ctx, &mut obj)?;
@@ -45,6 +46,7 @@ fn track_of<'a>(manager: &'a Manager, sub: Option<&'a str>) -> Track<'a> {
 }
 
 pub async fn create(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
+    options::check(&ctx, Verb::Create)?;
     let (obj, warnings) = decode_object(&ctx, body)?;
     let manager = manager_of(&ctx);
     create_object(&ctx, obj, warnings, Track::Update(&manager, None)).await
@@ -53,8 +55,9 @@ pub async fn create(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
 pub async fn update(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let info = ctx.target.info;
     let name = ctx.target.name.clone().unwrap_or_default();
-    let (mut obj, warnings) = decode_object(&ctx, body)?;
-    name_as_on_url(&mut obj, &name)?;
+    options::check(&ctx, Verb::Update)?;
+    let (obj, warnings) = decode_object(&ctx, body)?;
+    check_name(&obj, &name)?;
     let sub = ctx.target.subresource.clone();
     let manager = manager_of(&ctx);
     let track = track_of(&manager, sub.as_deref());
@@ -91,6 +94,7 @@ pub async fn patch(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
             "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml".into(),
         ));
     }
+    options::check(&ctx, Verb::Patch { apply: false })?;
     let patch_doc: Value = serde_json::from_slice(body).map_err(|e| {
         ApiError::BadRequest(format!(
             "error decoding patch: {}",
@@ -111,7 +115,10 @@ pub async fn patch(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
             _ => patch::strategic_merge_patch(&view, &patch_doc, info.group, info.kind)
                 .map_err(|e| patch_failed(info, &name, body, e))?,
         };
-        let (obj, w) = admit_body(info, patched, validation)?;
+        let (mut obj, w) = admit_body(info, patched, validation)?;
+        // A patch may not move the object: its namespace and name stay the request's.
+        place_in_namespace(&ctx, &mut obj)?;
+        check_name(&obj, &name)?;
         warnings = w;
         update_rules(info, sub.as_deref(), &current, obj, track)
     };

@@ -1,6 +1,5 @@
-//! Cluster kinds: Node (`nodes`: taints, pod CIDRs, resources), Namespace (finalizers, phase),
-//! ConfigMap (keys, size, immutability), PodDisruptionBudget, PriorityClass, and the kinds with
-//! only metadata rules.
+//! Cluster kinds: Node (`nodes`: taints, pod CIDRs, resources), Namespace (finalizers, phase)
+//! and ConfigMap (keys, size, immutability).
 
 use serde_json::{json, Value};
 
@@ -144,19 +143,6 @@ impl Strategy for NamespaceStrategy {
     }
 }
 
-/// Kinds whose only rules are the metadata ones (Event, Lease, ControllerRevision, …).
-pub struct MetaOnly(pub NameRule);
-
-impl Strategy for MetaOnly {
-    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        validate_object_meta(obj, self.0)
-    }
-
-    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
-        validate_object_meta(new, self.0)
-    }
-}
-
 pub struct ConfigMapStrategy;
 
 /// Upstream's limit on a ConfigMap's (and a Secret's) data.
@@ -226,101 +212,6 @@ impl Strategy for ConfigMapStrategy {
             }
         }
         errs.extend(Self::validate(new));
-        errs
-    }
-}
-
-pub struct PdbStrategy;
-
-impl Strategy for PdbStrategy {
-    fn prepare_for_create(&self, obj: &mut Value) {
-        if let Some(m) = obj.as_object_mut() {
-            m.insert(
-                "status".into(),
-                json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
-            );
-        }
-    }
-
-    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = validate_object_meta(obj, NameRule::Subdomain);
-        let has = |k: &str| {
-            obj.pointer(&format!("/spec/{k}"))
-                .is_some_and(|v| !v.is_null())
-        };
-        if has("minAvailable") && has("maxUnavailable") {
-            errs.push(FieldError::invalid(
-                "spec",
-                obj.get("spec").cloned().unwrap_or(Value::Null),
-                "minAvailable and maxUnavailable cannot be both set",
-            ));
-        }
-        errs
-    }
-
-    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
-        self.validate_create(new)
-    }
-}
-
-pub struct PriorityClassStrategy;
-
-impl Strategy for PriorityClassStrategy {
-    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = validate_object_meta(obj, NameRule::Subdomain);
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if name.starts_with("system-")
-            && !["system-cluster-critical", "system-node-critical"].contains(&name)
-        {
-            errs.push(FieldError::forbidden(
-                "metadata.name",
-                "priority class names with 'system-' prefix are reserved",
-            ));
-        }
-        let value = obj.get("value").and_then(Value::as_i64).unwrap_or(0);
-        if value > 1_000_000_000 && !name.starts_with("system-") {
-            errs.push(FieldError::forbidden(
-                "value",
-                "maximum allowed value of a user defined priority is 1000000000",
-            ));
-        }
-        if let Some(p) = obj.get("preemptionPolicy").and_then(Value::as_str) {
-            if !["PreemptLowerPriority", "Never"].contains(&p) {
-                errs.push(FieldError::not_supported(
-                    "preemptionPolicy",
-                    p,
-                    &["Never", "PreemptLowerPriority"],
-                ));
-            }
-        }
-        errs
-    }
-
-    fn default(&self, obj: &mut Value) {
-        if let Some(m) = obj.as_object_mut() {
-            m.entry("preemptionPolicy")
-                .or_insert(json!("PreemptLowerPriority"));
-        }
-    }
-
-    /// Upstream sets `generation: 1` on create, and never bumps it.
-    fn prepare_for_create(&self, obj: &mut Value) {
-        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.insert("generation".into(), json!(1));
-        }
-    }
-
-    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        let mut errs = validate_object_meta(new, NameRule::Subdomain);
-        if new.get("value") != old.get("value") {
-            errs.push(FieldError::forbidden(
-                "value",
-                "may not be changed in an update.",
-            ));
-        }
         errs
     }
 }

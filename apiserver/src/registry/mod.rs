@@ -3,14 +3,22 @@
 //!
 //! Objects are handled as `serde_json::Value` with the fields named as on the wire.
 
+mod apps;
+mod apps_status;
 mod cluster;
+mod coordination;
+mod events;
 pub mod field;
+mod generic;
 pub mod meta;
 pub mod names;
 mod node;
 mod pod;
 mod podspec;
+mod policy;
 pub mod rules;
+mod scheduling;
+mod semantic;
 mod workloads;
 
 use field::FieldError;
@@ -109,13 +117,13 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("apps", "Deployment") => &WorkloadStrategy(Workload::Deployment),
         ("apps", "ReplicaSet") => &WorkloadStrategy(Workload::ReplicaSet),
         ("apps", "DaemonSet") => &WorkloadStrategy(Workload::DaemonSet),
-        ("policy", "PodDisruptionBudget") => &cluster::PdbStrategy,
-        ("scheduling.k8s.io", "PriorityClass") => &cluster::PriorityClassStrategy,
+        ("policy", "PodDisruptionBudget") => &policy::PdbStrategy,
+        ("scheduling.k8s.io", "PriorityClass") => &scheduling::PriorityClassStrategy,
         ("node.k8s.io", "RuntimeClass") => &node::RuntimeClassStrategy,
-        ("", "Event")
-        | ("events.k8s.io", "Event")
-        | ("coordination.k8s.io", "Lease")
-        | ("apps", "ControllerRevision") => &cluster::MetaOnly(names::NameRule::Subdomain),
+        ("", "Event") => &events::EventStrategy { strict: false },
+        ("events.k8s.io", "Event") => &events::EventStrategy { strict: true },
+        ("coordination.k8s.io", "Lease") => &coordination::LeaseStrategy,
+        ("apps", "ControllerRevision") => &apps_status::ControllerRevisionStrategy,
         _ => &Plain,
     }
 }

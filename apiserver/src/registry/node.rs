@@ -1,58 +1,41 @@
 //! node.k8s.io: RuntimeClass (a handler that is a DNS label and never changes, a non-negative
 //! pod overhead, scheduling constraints), as upstream's node validation.
 
-use serde_json::Value;
-use tinykube_proto::quantity::Quantity;
+use serde_json::{json, Value};
 
 use super::field::FieldError;
-use super::names::{label_errors, validate_object_meta, NameRule};
+use super::names::{immutable, label_errors, validate_labels, validate_object_meta, NameRule};
+use super::rules::resource_requirements;
 use super::Strategy;
 
 pub struct RuntimeClassStrategy;
 
 impl Strategy for RuntimeClassStrategy {
+    /// Upstream's ValidateRuntimeClass.
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = validate_object_meta(obj, NameRule::Subdomain);
         let handler = obj.get("handler").and_then(Value::as_str).unwrap_or("");
-        if handler.is_empty() {
-            errs.push(FieldError::required("handler", ""));
-        } else {
-            for problem in label_errors(handler) {
-                errs.push(FieldError::invalid("handler", handler, problem));
-            }
+        for problem in label_errors(handler) {
+            errs.push(FieldError::invalid("handler", handler, problem));
         }
-        if let Some(Value::Object(fixed)) = obj.pointer("/overhead/podFixed") {
-            for (resource, q) in fixed {
-                let field = format!("overhead.podFixed[{resource}]");
-                let text = q.as_str().unwrap_or("");
-                match Quantity::parse(text) {
-                    Ok(q) if q < Quantity::from_milli(0) => errs.push(FieldError::invalid(
-                        field,
-                        text,
-                        "must be greater than or equal to 0",
-                    )),
-                    Ok(_) => {}
-                    Err(_) => errs.push(FieldError::invalid(
-                        field,
-                        text,
-                        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
-                    )),
-                }
-            }
+        // The overhead is checked as a container's limits would be (upstream reuses that rule).
+        if let Some(fixed) = obj.pointer("/overhead/podFixed").filter(|v| !v.is_null()) {
+            errs.extend(resource_requirements(
+                "overhead",
+                Some(&json!({ "limits": fixed })),
+            ));
         }
+        errs.extend(validate_labels(
+            "scheduling.nodeSelector",
+            obj.pointer("/scheduling/nodeSelector"),
+        ));
         errs
     }
 
+    /// Upstream's ValidateRuntimeClassUpdate: the metadata, and the handler unchanged.
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        let mut errs = self.validate_create(new);
-        if new.get("handler") != old.get("handler") {
-            let handler = new.get("handler").and_then(Value::as_str).unwrap_or("");
-            errs.push(FieldError::invalid(
-                "handler",
-                handler,
-                "field is immutable",
-            ));
-        }
+        let mut errs = validate_object_meta(new, NameRule::Subdomain);
+        errs.extend(immutable("handler", new.get("handler"), old.get("handler")));
         errs
     }
 }
@@ -78,14 +61,15 @@ mod tests {
                 vec![],
             ),
             (class("", json!(null)), vec!["handler"]),
+            (class("kata", json!({"podFixed": {"cpu": "250m"}})), vec![]),
             (class("Not_A_Label", json!(null)), vec!["handler"]),
             (
                 class("kata", json!({"podFixed": {"cpu": "-1"}})),
-                vec!["overhead.podFixed[cpu]"],
+                vec!["overhead.limits[cpu]"],
             ),
             (
                 class("kata", json!({"podFixed": {"memory": "lots"}})),
-                vec!["overhead.podFixed[memory]"],
+                vec!["overhead.limits[memory]"],
             ),
         ];
         for (obj, fields) in cases {

@@ -132,6 +132,23 @@ pub fn label_selector(field: &str, selector: Option<&Value>) -> Vec<FieldError> 
     errs
 }
 
+/// A name that only has to be usable as one path segment (upstream's IsValidPathSegmentName,
+/// what the generic registry checks of every name): not `.` or `..`, no `/` or `%`.
+pub fn path_segment_name(field: &str, name: &str) -> Vec<FieldError> {
+    if name == "." || name == ".." {
+        return vec![FieldError::invalid(
+            field,
+            name,
+            format!("may not be '{name}'"),
+        )];
+    }
+    ["/", "%"]
+        .iter()
+        .filter(|bad| name.contains(**bad))
+        .map(|bad| FieldError::invalid(field, name, format!("may not contain '{bad}'")))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,16 +1,17 @@
-//! Deployments, ReplicaSets and DaemonSets: apps/v1 defaults, selector and template rules, and
-//! the spec/status split.
+//! Deployments, ReplicaSets and DaemonSets: apps/v1 defaults, the DaemonSet's template
+//! generation, and the strategy that runs the apps validation (`apps`, `apps_status`).
 
-use serde_json::{json, Value};
-use tinykube_proto::labels::Selector;
+use serde_json::{json, Map, Value};
 
+use super::apps::{selector_unchanged, validate_spec};
+use super::apps_status::validate_status;
 use super::field::FieldError;
-use super::names::{immutable, validate_labels, validate_object_meta, NameRule};
-use super::podspec::{default_pod_spec, validate_pod_spec};
+use super::names::{validate_object_meta, NameRule};
+use super::podspec::default_pod_spec;
 use super::Strategy;
 
 /// Which workload.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Workload {
     Deployment,
     ReplicaSet,
@@ -19,105 +20,64 @@ pub enum Workload {
 
 pub struct WorkloadStrategy(pub Workload);
 
+/// The pod template's defaults. Upstream defaults requests from limits only in Pods, never in
+/// templates: what the pod spec defaults add to a template's requests is taken back.
 fn default_template(obj: &mut Value) {
-    if let Some(spec) = obj.pointer_mut("/spec/template/spec") {
-        default_pod_spec(spec, false);
+    const LISTS: [&str; 2] = ["initContainers", "containers"];
+    let Some(spec) = obj.pointer_mut("/spec/template/spec") else {
+        return;
+    };
+    let given: Vec<Vec<Option<Value>>> = LISTS
+        .iter()
+        .map(|list| {
+            let containers = spec.get(*list).and_then(Value::as_array);
+            containers
+                .into_iter()
+                .flatten()
+                .map(|c| c.pointer("/resources/requests").cloned())
+                .collect()
+        })
+        .collect();
+    default_pod_spec(spec, false);
+    for (list, before) in LISTS.iter().zip(given) {
+        let containers = spec.get_mut(*list).and_then(Value::as_array_mut);
+        for (c, requests) in containers.into_iter().flatten().zip(before) {
+            let Some(resources) = c.get_mut("resources").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            match requests {
+                Some(r) => resources.insert("requests".into(), r),
+                None => resources.remove("requests"),
+            };
+        }
     }
 }
 
-fn validate_spec(kind: Workload, obj: &Value) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-    if kind != Workload::DaemonSet {
-        if let Some(r) = spec.get("replicas").and_then(Value::as_i64) {
-            if r < 0 {
-                errs.push(FieldError::invalid(
-                    "spec.replicas",
-                    r,
-                    "must be greater than or equal to 0",
-                ));
-            }
-        }
+/// An object field's value, created as `{}` when absent, null or not an object.
+fn object_at<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    let v = m.entry(key).or_insert_with(|| json!({}));
+    if !v.is_object() {
+        *v = json!({});
     }
-    let template_labels = spec.pointer("/template/metadata/labels").cloned();
-    match spec.get("selector") {
-        None | Some(Value::Null) => errs.push(FieldError::required("spec.selector", "")),
-        Some(sel) => match serde_json::from_value(sel.clone())
-            .ok()
-            .map(|s| Selector::from_label_selector(&s))
-        {
-            Some(Ok(selector)) => {
-                if selector.is_everything() {
-                    errs.push(FieldError::invalid(
-                        "spec.selector",
-                        sel.clone(),
-                        "empty selector is invalid for deployment",
-                    ));
-                }
-                let labels: std::collections::BTreeMap<String, String> = template_labels
-                    .as_ref()
-                    .and_then(Value::as_object)
-                    .map(|m| {
-                        m.iter()
-                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                if !selector.is_everything() && !selector.matches(&labels) {
-                    errs.push(FieldError::invalid(
-                        "spec.template.metadata.labels",
-                        template_labels.clone().unwrap_or(json!({})),
-                        "`selector` does not match template `labels`",
-                    ));
-                }
-            }
-            _ => errs.push(FieldError::invalid(
-                "spec.selector",
-                sel.clone(),
-                "invalid label selector",
-            )),
-        },
+    v.as_object_mut().expect("made an object above")
+}
+
+/// Set `key` unless it has a value (absent, null and `""` have none).
+fn default_to(m: &mut Map<String, Value>, key: &str, value: Value) {
+    if m.get(key).is_none_or(|v| v.is_null() || v == "") {
+        m.insert(key.into(), value);
     }
-    errs.extend(validate_labels(
-        "spec.template.metadata.labels",
-        template_labels.as_ref(),
-    ));
-    let pod_spec = spec
-        .pointer("/template/spec")
-        .cloned()
-        .unwrap_or(Value::Null);
-    errs.extend(validate_pod_spec(&pod_spec, "spec.template.spec"));
-    if let Some(p) = pod_spec.get("restartPolicy").and_then(Value::as_str) {
-        if p != "Always" {
-            errs.push(FieldError::not_supported(
-                "spec.template.spec.restartPolicy",
-                p,
-                &["Always"],
-            ));
-        }
+}
+
+/// A rolling update strategy's defaults (upstream's SetDefaults_Deployment and _DaemonSet).
+fn default_strategy(spec: &mut Map<String, Value>, key: &str, unavailable: Value, surge: Value) {
+    let strategy = object_at(spec, key);
+    default_to(strategy, "type", json!("RollingUpdate"));
+    if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+        let ru = object_at(strategy, "rollingUpdate");
+        default_to(ru, "maxUnavailable", unavailable);
+        default_to(ru, "maxSurge", surge);
     }
-    if kind == Workload::Deployment {
-        if let Some(t) = spec.pointer("/strategy/type").and_then(Value::as_str) {
-            if !["Recreate", "RollingUpdate"].contains(&t) {
-                errs.push(FieldError::not_supported(
-                    "spec.strategy.type",
-                    t,
-                    &["Recreate", "RollingUpdate"],
-                ));
-            }
-            if t == "Recreate"
-                && spec
-                    .pointer("/strategy/rollingUpdate")
-                    .is_some_and(|v| !v.is_null())
-            {
-                errs.push(FieldError::forbidden(
-                    "spec.strategy.rollingUpdate",
-                    "may not be specified when strategy `type` is 'Recreate'",
-                ));
-            }
-        }
-    }
-    errs
 }
 
 /// The annotation in which apps/v1 carries a DaemonSet's template generation (upstream's
@@ -152,37 +112,15 @@ impl Strategy for WorkloadStrategy {
         };
         match self.0 {
             Workload::Deployment => {
-                spec.entry("replicas").or_insert(json!(1));
-                let strategy = spec.entry("strategy").or_insert_with(|| json!({}));
-                if let Some(s) = strategy.as_object_mut() {
-                    s.entry("type").or_insert(json!("RollingUpdate"));
-                    if s.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
-                        let ru = s.entry("rollingUpdate").or_insert_with(|| json!({}));
-                        if let Some(ru) = ru.as_object_mut() {
-                            ru.entry("maxUnavailable").or_insert(json!("25%"));
-                            ru.entry("maxSurge").or_insert(json!("25%"));
-                        }
-                    }
-                }
-                spec.entry("revisionHistoryLimit").or_insert(json!(10));
-                spec.entry("progressDeadlineSeconds").or_insert(json!(600));
+                default_to(spec, "replicas", json!(1));
+                default_strategy(spec, "strategy", json!("25%"), json!("25%"));
+                default_to(spec, "revisionHistoryLimit", json!(10));
+                default_to(spec, "progressDeadlineSeconds", json!(600));
             }
-            Workload::ReplicaSet => {
-                spec.entry("replicas").or_insert(json!(1));
-            }
+            Workload::ReplicaSet => default_to(spec, "replicas", json!(1)),
             Workload::DaemonSet => {
-                let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
-                if let Some(s) = strategy.as_object_mut() {
-                    s.entry("type").or_insert(json!("RollingUpdate"));
-                    if s.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
-                        let ru = s.entry("rollingUpdate").or_insert_with(|| json!({}));
-                        if let Some(ru) = ru.as_object_mut() {
-                            ru.entry("maxUnavailable").or_insert(json!(1));
-                            ru.entry("maxSurge").or_insert(json!(0));
-                        }
-                    }
-                }
-                spec.entry("revisionHistoryLimit").or_insert(json!(10));
+                default_strategy(spec, "updateStrategy", json!(1), json!(0));
+                default_to(spec, "revisionHistoryLimit", json!(10));
             }
         }
         default_template(obj);
@@ -224,12 +162,12 @@ impl Strategy for WorkloadStrategy {
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self.validate_create(new);
-        errs.extend(immutable(
-            "spec.selector",
-            new.pointer("/spec/selector"),
-            old.pointer("/spec/selector"),
-        ));
+        errs.extend(selector_unchanged(new, old));
         errs
+    }
+
+    fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        validate_status(self.0, new, old)
     }
 
     fn warnings(&self, obj: &Value) -> Vec<String> {
@@ -297,24 +235,23 @@ mod tests {
     }
 
     #[test]
-    fn selectors_must_match_and_stay() {
+    fn templates_get_no_requests_from_limits() {
         let s = WorkloadStrategy(Workload::Deployment);
-        assert!(s.validate_create(&deployment()).is_empty());
-        let mut typo = deployment();
-        typo["spec"]["template"]["metadata"] = json!({"lables": {"app": "x"}});
-        let errs = s.validate_create(&typo);
-        assert!(
-            errs[0]
-                .to_string()
-                .contains("`selector` does not match template `labels`"),
-            "{errs:?}"
+        let mut d = deployment();
+        d["spec"]["template"]["spec"]["containers"][0]["resources"] =
+            json!({"limits": {"memory": "1Gi"}});
+        d["spec"]["template"]["spec"]["initContainers"] = json!([{"name": "i", "image": "busybox",
+            "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "500m"}}}]);
+        s.default(&mut d);
+        let template = &d["spec"]["template"]["spec"];
+        assert_eq!(
+            template["containers"][0]["resources"],
+            json!({"limits": {"memory": "1Gi"}})
         );
-        let mut changed = deployment();
-        changed["spec"]["selector"]["matchLabels"]["app"] = "y".into();
-        changed["spec"]["template"]["metadata"]["labels"]["app"] = "y".into();
-        assert!(s
-            .validate_update(&changed, &deployment())
-            .iter()
-            .any(|e| e.field == "spec.selector"));
+        assert_eq!(
+            template["initContainers"][0]["resources"]["requests"],
+            json!({"cpu": "500m"})
+        );
+        assert!(s.validate_create(&d).is_empty());
     }
 }
