@@ -547,3 +547,55 @@ fn broken_status_writes_are_refused() {
     assert_eq!(code, 422, "{body}");
     assert_eq!(revision(), before);
 }
+
+/// An update may not set what only the server sets: a deletion timestamp on a live object
+/// (upstream's ValidateObjectMetaUpdate), nor a finalizer that is no name through
+/// `namespaces/finalize`.
+#[test]
+fn updates_may_not_set_what_the_server_sets() {
+    let (collection, seed) = seeds().swap_remove(1);
+    let path = create_fresh(collection, &seed, "live").unwrap();
+    let (_, mut stored) = send(Method::GET, &path, "application/json", None).unwrap();
+    stored["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    let before = revision();
+    let (code, body) = send(
+        Method::PUT,
+        &path,
+        "application/json",
+        Some(stored.to_string()),
+    )
+    .unwrap();
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("metadata.deletionTimestamp: Invalid value: \"2026-01-01T00:00:00Z\": field is immutable"),
+        "{body}"
+    );
+    assert_eq!(revision(), before);
+
+    let (code, body) = send(
+        Method::POST,
+        "/api/v1/namespaces",
+        "application/json",
+        Some(
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fin"}})
+                .to_string(),
+        ),
+    )
+    .unwrap();
+    assert_eq!(code, 201, "{body}");
+    let mut ns = body;
+    ns["spec"]["finalizers"] = json!(["kubernetes", "not a name"]);
+    let before = revision();
+    let (code, body) = send(
+        Method::PUT,
+        "/api/v1/namespaces/fin/finalize",
+        "application/json",
+        Some(ns.to_string()),
+    )
+    .unwrap();
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(revision(), before);
+}

@@ -179,18 +179,26 @@ pub(super) fn update_rules(
             .unwrap_or_default();
         let meta = meta_mut(&mut new);
         meta.insert("name".into(), name.clone().into());
-        for k in [
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-            "namespace",
-        ] {
+        // As upstream's BeforeUpdate: the server's fields are restored, but a client's attempt
+        // to set a deletion timestamp (or change a grace period) the object does not have is
+        // left for validation to refuse ("field is immutable").
+        for k in ["creationTimestamp", "generation", "namespace"] {
             match old_meta.get(k) {
                 Some(v) => meta.insert(k.into(), v.clone()),
                 None => meta.remove(k),
             };
+        }
+        let absent =
+            |m: &serde_json::Map<String, Value>, k: &str| m.get(k).is_none_or(Value::is_null);
+        for k in ["uid", "deletionGracePeriodSeconds"] {
+            if absent(meta, k) {
+                if let Some(v) = old_meta.get(k) {
+                    meta.insert(k.into(), v.clone());
+                }
+            }
+        }
+        if let Some(v) = old_meta.get("deletionTimestamp") {
+            meta.insert("deletionTimestamp".into(), v.clone());
         }
         meta.insert(
             "resourceVersion".into(),
@@ -230,7 +238,8 @@ pub(super) fn update_rules(
                 };
             }
             new = kept;
-            Vec::new()
+            // Upstream's ValidateNamespaceFinalizeUpdate: the finalizers are names too.
+            strategy.validate_create(&new)
         }
         Some(other) => {
             return Err(ApiError::MethodNotAllowed(format!(
