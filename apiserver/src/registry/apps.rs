@@ -8,7 +8,10 @@ use tinykube_proto::labels::Selector;
 use super::field::FieldError;
 use super::names::{immutable, validate_labels};
 use super::podspec::validate_pod_spec;
-use super::rules::{int_or_percent, label_selector, non_negative_int, resource_requirements};
+use super::rules::{
+    int_or_percent, int_or_string_text, label_selector, non_negative_int, percent_value,
+    resource_requirements,
+};
 use super::semantic;
 use super::workloads::Workload;
 
@@ -132,11 +135,12 @@ fn check_template(spec: &Value, kind: Workload, errs: &mut Vec<FieldError>) {
     }
 }
 
-/// Upstream's getIntOrPercentValue: the number, or the percentage's number (0 when not one).
+/// Upstream's getIntOrPercentValue: the number, the percentage's number, or a string's
+/// `Atoi` (0 when it is neither, so `-5%` counts as 0).
 fn int_or_percent_value(v: Option<&Value>) -> i64 {
     match v {
         Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
-        Some(Value::String(s)) => s.strip_suffix('%').unwrap_or(s).parse().unwrap_or(0),
+        Some(Value::String(s)) => percent_value(s).unwrap_or_else(|| s.parse().unwrap_or(0)),
         _ => 0,
     }
 }
@@ -176,9 +180,9 @@ fn deployment_strategy(spec: &Value, errs: &mut Vec<FieldError>) {
             errs.extend(int_or_percent(&mu_path, mu, true));
             errs.extend(int_or_percent(&ms_path, ms, true));
             if int_or_percent_value(mu) == 0 && int_or_percent_value(ms) == 0 {
-                errs.push(FieldError::invalid(
+                errs.push(FieldError::invalid_go(
                     mu_path.as_str(),
-                    mu.cloned().unwrap_or(json!(0)),
+                    int_or_string_text(mu),
                     "may not be 0 when `maxSurge` is 0",
                 ));
             }
@@ -212,9 +216,9 @@ fn daemon_set_strategy(spec: &Value, errs: &mut Vec<FieldError>) {
             errs.extend(over_100(&mu_path, mu));
             errs.extend(over_100(&ms_path, ms));
             match (int_or_percent_value(mu) != 0, int_or_percent_value(ms) != 0) {
-                (true, true) => errs.push(FieldError::invalid(
+                (true, true) => errs.push(FieldError::invalid_go(
                     ms_path.as_str(),
-                    ms.cloned().unwrap_or(json!(0)),
+                    int_or_string_text(ms),
                     "may not be set when maxUnavailable is non-zero",
                 )),
                 (false, false) => errs.push(FieldError::required(
@@ -399,11 +403,11 @@ mod tests {
             ),
             (
                 vec![("/spec/strategy", json!({"rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}}))],
-                vec!["spec.strategy.rollingUpdate.maxUnavailable: Invalid value: \"0%\": may not be 0 when `maxSurge` is 0"],
+                vec!["spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0%: may not be 0 when `maxSurge` is 0"],
             ),
             (
                 vec![("/spec/strategy", json!({"rollingUpdate": {"maxUnavailable": "110%"}}))],
-                vec!["spec.strategy.rollingUpdate.maxUnavailable: Invalid value: \"110%\": must not be greater than 100%"],
+                vec!["spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 110%: must not be greater than 100%"],
             ),
             (vec![("/spec/strategy", json!({"rollingUpdate": {"maxSurge": "200%"}}))], vec![]),
             (
@@ -447,12 +451,12 @@ mod tests {
             (
                 DS,
                 vec![("/spec/updateStrategy", json!({"rollingUpdate": {"maxUnavailable": 1, "maxSurge": "10%"}}))],
-                vec!["spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: \"10%\": may not be set when maxUnavailable is non-zero"],
+                vec!["spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 10%: may not be set when maxUnavailable is non-zero"],
             ),
             (
                 DS,
                 vec![("/spec/updateStrategy", json!({"rollingUpdate": {"maxUnavailable": 0, "maxSurge": "101%"}}))],
-                vec!["spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: \"101%\": must not be greater than 100%"],
+                vec!["spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 101%: must not be greater than 100%"],
             ),
             (DS, vec![("/spec/minReadySeconds", json!(-1))], vec!["spec.minReadySeconds: Invalid value: -1: must be greater than or equal to 0"]),
         ];

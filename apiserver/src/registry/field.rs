@@ -32,6 +32,18 @@ impl ErrorType {
     }
 }
 
+/// The offending value of a field error, as upstream's `field.Error.ErrorBody` prints its
+/// `BadValue`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BadValue {
+    /// A value from the object: strings quoted, numbers and bools bare, a missing one (a nil
+    /// pointer upstream) as `"null"`.
+    Json(Value),
+    /// Text printed as it is: a Go value whose `String()` upstream calls (an `IntOrString`
+    /// prints `200%` or `5`), or Go syntax upstream prints with `%#v`.
+    Go(String),
+}
+
 /// One invalid field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldError {
@@ -39,7 +51,7 @@ pub struct FieldError {
     /// Path as upstream prints it: `spec.containers[0].name`, `metadata.labels`.
     pub field: String,
     /// The offending value, when upstream prints one.
-    pub value: Option<Value>,
+    pub value: Option<BadValue>,
     pub detail: String,
 }
 
@@ -53,7 +65,7 @@ impl FieldError {
         FieldError {
             kind,
             field: field.into(),
-            value,
+            value: value.map(BadValue::Json),
             detail: detail.into(),
         }
     }
@@ -68,6 +80,21 @@ impl FieldError {
         detail: impl Into<String>,
     ) -> Self {
         Self::new(ErrorType::Invalid, field, Some(value.into()), detail)
+    }
+
+    /// An Invalid error whose value upstream prints as Go does (`String()` or `%#v`), given
+    /// already rendered.
+    pub fn invalid_go(
+        field: impl Into<String>,
+        rendered: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        FieldError {
+            kind: ErrorType::Invalid,
+            field: field.into(),
+            value: Some(BadValue::Go(rendered.into())),
+            detail: detail.into(),
+        }
     }
 
     /// `supported` lists the accepted values, quoted in the message as upstream does.
@@ -131,9 +158,16 @@ impl FieldError {
             ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong | ErrorType::TooMany
         );
         if shows_value {
-            if let Some(v) = &self.value {
-                out.push_str(": ");
-                out.push_str(&render_value(v));
+            match &self.value {
+                Some(BadValue::Json(v)) => {
+                    out.push_str(": ");
+                    out.push_str(&render_value(v));
+                }
+                Some(BadValue::Go(text)) => {
+                    out.push_str(": ");
+                    out.push_str(text);
+                }
+                None => {}
             }
         }
         if !self.detail.is_empty() {
@@ -162,11 +196,12 @@ pub fn dedup(errs: Vec<FieldError>) -> Vec<FieldError> {
     out
 }
 
-/// Values as Go's `%#v`-ish rendering in field errors: strings quoted, numbers and bools bare.
+/// Values as upstream's ErrorBody prints them: strings quoted, numbers and bools bare, and a
+/// nil (a missing optional field) as the quoted string `"null"`.
 fn render_value(v: &Value) -> String {
     match v {
         Value::String(s) => format!("{s:?}"),
-        Value::Null => "null".to_string(),
+        Value::Null => "\"null\"".to_string(),
         other => other.to_string(),
     }
 }

@@ -161,7 +161,7 @@ mod tests {
             .remove("activeDeadlineSeconds");
         assert_eq!(
             shown(&PodStrategy.validate_update(&cleared, &with_deadline)),
-            ["spec.activeDeadlineSeconds: Invalid value: null: must not update from a positive integer to nil value"]
+            ["spec.activeDeadlineSeconds: Invalid value: \"null\": must not update from a positive integer to nil value"]
         );
     }
 

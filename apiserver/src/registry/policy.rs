@@ -101,7 +101,11 @@ mod tests {
             (json!({"minAvailable": "100%"}), vec![]),
             (
                 json!({"maxUnavailable": "200%", "selector": selector}),
-                vec!["spec.maxUnavailable: Invalid value: \"200%\": must not be greater than 100%"],
+                vec!["spec.maxUnavailable: Invalid value: 200%: must not be greater than 100%"],
+            ),
+            (
+                json!({"minAvailable": "-5%"}),
+                vec!["spec.minAvailable: Invalid value: -5%: a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"],
             ),
             (
                 json!({"minAvailable": -1}),

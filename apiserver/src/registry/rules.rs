@@ -42,36 +42,47 @@ pub fn port(field: &str, v: Option<&Value>) -> Option<FieldError> {
     (!(1..=65535).contains(&n)).then(|| FieldError::invalid(field, n, PORT_RANGE))
 }
 
-/// An integer or a percentage (`maxSurge`, `maxUnavailable`) at `field`: a non-negative integer,
-/// or `N%` with N an integer, at most 100 unless `over_100` (upstream's
-/// ValidatePositiveIntOrPercent and IsNotMoreThan100Percent).
+const PERCENT_REGEX: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
+
+/// An IntOrString as upstream prints it in a field error: through its `String()`, so a string
+/// bare (`200%`, not `"200%"`) and a number as its digits; an absent one is the zero value, `0`.
+pub fn int_or_string_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => "0".to_string(),
+    }
+}
+
+/// The number of a percentage matching upstream's `[0-9]+%` (0 when the digits overflow, as
+/// upstream's ignored `strconv.Atoi` error gives), or None when it does not match.
+pub fn percent_value(s: &str) -> Option<i64> {
+    let digits = s.strip_suffix('%')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(digits.parse().unwrap_or(0))
+}
+
+/// An integer or a percentage (`maxSurge`, `maxUnavailable`, a budget's `minAvailable`) at
+/// `field`: a non-negative integer, or a string matching `[0-9]+%`, at most 100% unless
+/// `over_100` (upstream's ValidatePositiveIntOrPercent and IsNotMoreThan100Percent, which pass
+/// the IntOrString itself, printed bare through its `String()`).
 pub fn int_or_percent(field: &str, v: Option<&Value>, over_100: bool) -> Vec<FieldError> {
     let Some(v) = v.filter(|v| !v.is_null()) else {
         return Vec::new();
     };
     match v {
         Value::Number(_) => non_negative_int(field, Some(v)).into_iter().collect(),
-        Value::String(s) => {
-            let Some(n) = s.strip_suffix('%').and_then(|n| n.parse::<i64>().ok()) else {
-                return vec![FieldError::invalid(
-                    field,
-                    s.as_str(),
-                    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
-                )];
-            };
-            let mut errs = Vec::new();
-            if n < 0 {
-                errs.push(FieldError::invalid(field, s.as_str(), NON_NEGATIVE));
-            }
-            if n > 100 && !over_100 {
-                errs.push(FieldError::invalid(
-                    field,
-                    s.as_str(),
-                    "must not be greater than 100%",
-                ));
-            }
-            errs
-        }
+        Value::String(s) => match percent_value(s) {
+            None => vec![FieldError::invalid_go(field, s.as_str(), PERCENT_REGEX)],
+            Some(n) if n > 100 && !over_100 => vec![FieldError::invalid_go(
+                field,
+                s.as_str(),
+                "must not be greater than 100%",
+            )],
+            Some(_) => Vec::new(),
+        },
         other => vec![FieldError::invalid(
             field,
             other.clone(),
@@ -173,15 +184,41 @@ mod tests {
         assert!(port("p", Some(&json!(65536))).is_some());
         assert!(int_or_percent("f", Some(&json!("25%")), false).is_empty());
         assert!(int_or_percent("f", Some(&json!(3)), false).is_empty());
-        assert_eq!(
-            messages(&int_or_percent(
-                "spec.maxUnavailable",
-                Some(&json!("200%")),
-                false
-            )),
-            ["spec.maxUnavailable: Invalid value: \"200%\": must not be greater than 100%"]
-        );
-        assert_eq!(int_or_percent("f", Some(&json!("x%")), true).len(), 1);
+        assert!(int_or_percent("f", Some(&json!("200%")), true).is_empty());
+        // Upstream prints the IntOrString through its String(): the text bare.
+        let cases: &[(Value, &[&str])] = &[
+            (
+                json!("200%"),
+                &["spec.maxUnavailable: Invalid value: 200%: must not be greater than 100%"],
+            ),
+            (
+                json!("-5%"),
+                &["spec.maxUnavailable: Invalid value: -5%: a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"],
+            ),
+            (
+                json!("+5%"),
+                &["spec.maxUnavailable: Invalid value: +5%: a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"],
+            ),
+            (
+                json!("x"),
+                &["spec.maxUnavailable: Invalid value: x: a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"],
+            ),
+            (
+                json!(-5),
+                &["spec.maxUnavailable: Invalid value: -5: must be greater than or equal to 0"],
+            ),
+        ];
+        for (value, want) in cases {
+            assert_eq!(
+                messages(&int_or_percent("spec.maxUnavailable", Some(value), false)),
+                *want,
+                "{value}"
+            );
+        }
+        assert_eq!(percent_value("99999999999999999999%"), Some(0));
+        assert_eq!(int_or_string_text(Some(&json!("25%"))), "25%");
+        assert_eq!(int_or_string_text(Some(&json!(5))), "5");
+        assert_eq!(int_or_string_text(None), "0");
     }
 
     #[test]
