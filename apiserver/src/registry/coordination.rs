@@ -3,11 +3,10 @@
 //! holder only with a strategy.
 
 use serde_json::Value;
-use tinykube_proto::labels::validate_key;
 
 use super::field::FieldError;
 use super::names::{validate_object_meta, NameRule};
-use super::rules::non_negative_int;
+use super::rules::{non_negative_int, qualified_name_errors};
 use super::Strategy;
 
 /// Upstream's validLeaseStrategies.
@@ -42,8 +41,10 @@ fn validate_spec(obj: &Value) -> Vec<FieldError> {
             if !STRATEGIES.contains(&s) {
                 errs.push(FieldError::not_supported(path, s, STRATEGIES));
             }
-        } else if let Err(msg) = validate_key(s) {
-            errs.push(FieldError::invalid(path, s, msg));
+        } else {
+            for msg in qualified_name_errors(s) {
+                errs.push(FieldError::invalid(path, s, msg));
+            }
         }
     }
     let preferred = spec_field(obj, "preferredHolder").and_then(Value::as_str);

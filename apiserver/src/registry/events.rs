@@ -9,11 +9,11 @@
 //! (`involvedObject`, `reportingComponent`); error paths are upstream's (`reportingController`).
 
 use serde_json::Value;
-use tinykube_proto::labels::validate_key;
 
 use super::field::FieldError;
 use super::generic::kind_then_generic;
 use super::names::{immutable, subdomain_errors, validate_object_meta, NameRule};
+use super::rules::qualified_name_errors;
 use super::semantic;
 use super::Strategy;
 
@@ -61,7 +61,9 @@ fn legacy(event: &Value) -> Vec<FieldError> {
         if controller.is_empty() {
             errs.push(FieldError::required("reportingController", ""));
         }
-        if let Err(msg) = validate_key(controller) {
+        // Upstream's ValidateQualifiedName: every message of IsQualifiedName, so an empty
+        // controller gets "name part must be non-empty" and the syntax message.
+        for msg in qualified_name_errors(controller) {
             errs.push(FieldError::invalid("reportingController", controller, msg));
         }
         for (field, key, max) in [
@@ -272,6 +274,7 @@ mod tests {
                 with(new_event(), &[("/action", Value::Null), ("/reportingComponent", Value::Null)]),
                 vec![
                     "reportingController: Required value",
+                    "reportingController: Invalid value: \"\": name part must be non-empty",
                     "reportingController: Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
                     "action: Required value",
                 ],
