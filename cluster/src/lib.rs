@@ -39,6 +39,8 @@ pub struct Config {
     /// below 40 s the kubelets' node leases are shortened to match, so that a healthy node
     /// never misses it.
     pub node_monitor_grace_period: Option<Duration>,
+    /// The human summary, or one JSON line for a test fixture.
+    pub output: summary::Output,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -260,19 +262,25 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
     };
     let kubeconfig = layout.kubeconfig();
     std::fs::write(&kubeconfig, layout::kubeconfig(&url)).map_err(io_err(&kubeconfig))?;
-    let names: Vec<&str> = procs.components.iter().map(|c| c.name.as_str()).collect();
-    println!(
-        "{}",
-        summary::render(&summary::Summary {
-            elapsed: started.elapsed(),
-            resumed,
-            url: &url,
-            layout: &layout,
-            nodes: &node_names,
-            components: &names,
-            controller_manager: cm_bin.is_some(),
-        })
-    );
+    let components: Vec<(&str, u32)> = procs
+        .components
+        .iter()
+        .map(|c| (c.name.as_str(), c.pid))
+        .collect();
+    let ready = summary::Summary {
+        elapsed: started.elapsed(),
+        resumed,
+        url: &url,
+        layout: &layout,
+        nodes: &node_names,
+        components: &components,
+        controller_manager: cm_bin.is_some(),
+    };
+    // println! flushes at the newline: a fixture blocked on reading this line gets it now.
+    match config.output {
+        summary::Output::Text => println!("{}", summary::render(&ready)),
+        summary::Output::Json => println!("{}", summary::json(&ready)),
+    }
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,

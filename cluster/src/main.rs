@@ -1,9 +1,19 @@
 //! tinykube: the launcher. `tinykube up` parses flags, sets up logging and runs the cluster
-//! until Ctrl-C or SIGTERM.
+//! until Ctrl-C or SIGTERM (or, with `--exit-on-stdin-close`, until its stdin is closed).
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
+use tinykube_cluster::summary::Output;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum OutputFlag {
+    /// The one-screen summary ending with the `export KUBECONFIG=…` line.
+    Text,
+    /// One JSON line (server, kubeconfig, dataDir, nodes, pids) and nothing else on stdout.
+    Json,
+}
 
 /// A miniature Kubernetes: the API server, scheduler, controller manager and kubelets of one
 /// cluster, as child processes.
@@ -39,7 +49,25 @@ enum Cmd {
         /// also shorten the kubelets' node leases, for node failure demos that take seconds.
         #[arg(long, value_parser = tinykube_cli::go_duration)]
         node_monitor_grace_period: Option<std::time::Duration>,
+        /// What to print on stdout once every node is Ready: `text`, the summary for a person,
+        /// or `json`, exactly one line {"server", "kubeconfig", "dataDir", "nodes", "pids"} for a
+        /// test fixture to read (errors still go to stderr with a non-zero exit).
+        #[arg(long, value_enum, default_value = "text")]
+        output: OutputFlag,
+        /// Stop the cluster, as Ctrl-C does, when stdin reaches end of file: a test fixture that
+        /// holds the pipe stops the cluster by closing it, or by dying. Without it stdin is ignored.
+        #[arg(long)]
+        exit_on_stdin_close: bool,
     },
+}
+
+/// Cancel `shutdown` once stdin reaches end of file (or cannot be read). A plain thread: a
+/// blocking read cannot be cancelled, and tokio's runtime would wait for it on the way out.
+fn cancel_on_stdin_close(shutdown: CancellationToken) {
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        shutdown.cancel();
+    });
 }
 
 #[tokio::main]
@@ -52,6 +80,8 @@ async fn main() {
         data_dir,
         port,
         node_monitor_grace_period,
+        output,
+        exit_on_stdin_close,
     } = flags.command;
     let bin_dir = std::env::current_exe()
         .ok()
@@ -70,9 +100,16 @@ async fn main() {
         port,
         bin_dir,
         node_monitor_grace_period,
+        output: match output {
+            OutputFlag::Text => Output::Text,
+            OutputFlag::Json => Output::Json,
+        },
     };
     // Installed before any child starts: a signal during start-up must stop them all.
     let shutdown = tinykube_cli::shutdown_on_signal();
+    if exit_on_stdin_close {
+        cancel_on_stdin_close(shutdown.clone());
+    }
     if let Err(e) = tinykube_cluster::run(config, shutdown).await {
         tinykube_cli::exit("tinykube", 1, e);
     }

@@ -1,10 +1,25 @@
 //! The one screen `tinykube up` prints once the cluster is ready: where the API is, the nodes,
-//! where static pod manifests and logs go, and the `export KUBECONFIG=…` line.
+//! where static pod manifests and logs go, and the `export KUBECONFIG=…` line; or, with
+//! `--output json`, the one JSON line a test fixture in any language reads instead.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::layout::Layout;
+
+/// What `tinykube up` prints on stdout once every node is Ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Output {
+    /// The one-screen summary for a person, ending with the `export KUBECONFIG=…` line.
+    #[default]
+    Text,
+    /// Exactly one JSON line ([`Ready`]) and nothing else, for programs.
+    Json,
+}
 
 /// What the summary shows.
 pub struct Summary<'a> {
@@ -13,8 +28,33 @@ pub struct Summary<'a> {
     pub url: &'a str,
     pub layout: &'a Layout,
     pub nodes: &'a [String],
-    pub components: &'a [&'a str],
+    /// Each running component's name and pid, in order of start.
+    pub components: &'a [(&'a str, u32)],
     pub controller_manager: bool,
+}
+
+/// The `--output json` line: where the cluster is and which processes it is made of. Paths are
+/// absolute; keys are camelCase as in Kubernetes' own JSON.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ready<'a> {
+    pub server: &'a str,
+    pub kubeconfig: PathBuf,
+    pub data_dir: &'a Path,
+    pub nodes: &'a [String],
+    pub pids: BTreeMap<&'a str, u32>,
+}
+
+/// `--output json`: one line, no trailing newline.
+pub fn json(s: &Summary) -> String {
+    let ready = Ready {
+        server: s.url,
+        kubeconfig: s.layout.kubeconfig(),
+        data_dir: &s.layout.root,
+        nodes: s.nodes,
+        pids: s.components.iter().copied().collect(),
+    };
+    serde_json::to_string(&ready).unwrap_or_default()
 }
 
 /// At most `n` names, then how many there are in all.
@@ -47,7 +87,7 @@ pub fn render(s: &Summary) -> String {
         out,
         "  static pods   {root}/nodes/NODE/manifests (one directory per node)"
     );
-    let comps: Vec<String> = s.components.iter().map(|c| c.to_string()).collect();
+    let comps: Vec<String> = s.components.iter().map(|(c, _)| c.to_string()).collect();
     let _ = writeln!(
         out,
         "  logs          {root}/logs/COMPONENT.log: {}",
@@ -91,7 +131,7 @@ mod tests {
             url: "http://127.0.0.1:6443",
             layout: &layout,
             nodes: &nodes,
-            components: &["apiserver", "scheduler", "kubelet-worker0"],
+            components: &[("apiserver", 1), ("scheduler", 2), ("kubelet-worker0", 3)],
             controller_manager: true,
         });
         assert!(text.starts_with("tinykube: cluster up in 0.42s, 3 node(s) Ready\n"));
@@ -103,6 +143,45 @@ mod tests {
         assert_eq!(
             some(&many, 3),
             "worker-0 worker-1 worker-2 … worker-999 (1000 in all)"
+        );
+    }
+
+    #[test]
+    fn one_json_line_with_absolute_paths_and_camel_case_keys() {
+        let layout = Layout::new(Path::new("/d"));
+        let nodes = vec!["worker0".to_string(), "worker1".to_string()];
+        let line = json(&Summary {
+            elapsed: Duration::from_millis(420),
+            resumed: true,
+            url: "http://127.0.0.1:6443",
+            layout: &layout,
+            nodes: &nodes,
+            components: &[
+                ("apiserver", 10),
+                ("scheduler", 11),
+                ("controller-manager", 12),
+                ("kubelet-worker0", 13),
+                ("kubelet-worker1", 14),
+            ],
+            controller_manager: true,
+        });
+        assert!(!line.contains('\n'));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "server": "http://127.0.0.1:6443",
+                "kubeconfig": "/d/kubeconfig",
+                "dataDir": "/d",
+                "nodes": ["worker0", "worker1"],
+                "pids": {
+                    "apiserver": 10,
+                    "scheduler": 11,
+                    "controller-manager": 12,
+                    "kubelet-worker0": 13,
+                    "kubelet-worker1": 14
+                }
+            })
         );
     }
 }
