@@ -186,6 +186,24 @@ pub(super) fn name_as_on_url(obj: &mut Value, name: &str) -> ApiResult<()> {
     }
 }
 
+/// All media types an object body may come in.
+pub(super) const OBJECT_TYPES: &str =
+    "application/json, application/yaml, application/vnd.kubernetes.protobuf";
+
+/// The format of a request whose body is a whole object (JSON, YAML or protobuf; a patch type
+/// is a 415 naming `supported`).
+pub(super) fn object_format(ctx: &Ctx, supported: &str) -> ApiResult<BodyFormat> {
+    let format = body_format(&ctx.headers)?;
+    if matches!(
+        format,
+        BodyFormat::Json | BodyFormat::Yaml | BodyFormat::Protobuf
+    ) {
+        Ok(format)
+    } else {
+        Err(ApiError::UnsupportedMediaType(supported.into()))
+    }
+}
+
 /// The request object of a subresource POST (a Binding, an Eviction): JSON, YAML or protobuf,
 /// checked as `kind_info`'s kind with unknown fields ignored; `expected` names it in errors.
 pub(super) fn decode_as(
@@ -194,15 +212,7 @@ pub(super) fn decode_as(
     kind_info: &ResourceInfo,
     expected: &str,
 ) -> ApiResult<Value> {
-    let format = body_format(&ctx.headers)?;
-    if !matches!(
-        format,
-        BodyFormat::Json | BodyFormat::Yaml | BodyFormat::Protobuf
-    ) {
-        return Err(ApiError::UnsupportedMediaType(
-            "application/json, application/yaml".into(),
-        ));
-    }
+    let format = object_format(ctx, "application/json, application/yaml")?;
     let raw = decode_object_body(body, format, expected)?;
     Ok(admit_body(kind_info, raw, FieldValidation::Ignore)?.0)
 }

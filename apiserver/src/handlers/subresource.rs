@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use tinykube_proto::labels::Selector;
 use tinykube_proto::registry::{self, ResourceInfo};
 
-use super::decode::{check_name, decode_as};
+use super::decode::{check_name, decode_as, object_format, OBJECT_TYPES};
 use super::options::{self, Verb};
 use super::persist::{manager_of, update_rules, Track};
 use super::{json_response, success, Ctx};
@@ -195,15 +195,7 @@ fn replicas_of(scale: &Value) -> Result<i64, String> {
 
 /// A Scale body of PUT: an autoscaling/v1 Scale whose replicas decode, named as the URL.
 fn decode_scale(ctx: &Ctx, body: &[u8], name: &str) -> ApiResult<Value> {
-    let format = body_format(&ctx.headers)?;
-    if !matches!(
-        format,
-        BodyFormat::Json | BodyFormat::Yaml | BodyFormat::Protobuf
-    ) {
-        return Err(ApiError::UnsupportedMediaType(
-            "application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
-        ));
-    }
+    let format = object_format(ctx, OBJECT_TYPES)?;
     let scale = decode_object_body(body, format, "Scale")?;
     let text = |k: &str| scale.get(k).and_then(Value::as_str).unwrap_or("");
     match text("apiVersion") {

@@ -6,7 +6,9 @@ use serde_json::Value;
 use tinykube_proto::patch;
 use tinykube_proto::registry::ResourceInfo;
 
-use super::decode::{admit_body, check_name, place_in_namespace, FieldValidation};
+use super::decode::{
+    admit_body, check_name, object_format, place_in_namespace, FieldValidation, OBJECT_TYPES,
+};
 use super::options::{self, Verb};
 use super::persist::{change_stored, create_object, manager_of, respond, update_rules, Track};
 use super::Ctx;
@@ -21,15 +23,7 @@ use crate::storage::Change;
 /// namespace.
 fn decode_object(ctx: &Ctx, body: &[u8]) -> ApiResult<(Value, Vec<String>)> {
     let info = ctx.target.info;
-    let format = body_format(&ctx.headers)?;
-    if !matches!(
-        format,
-        BodyFormat::Json | BodyFormat::Yaml | BodyFormat::Protobuf
-    ) {
-        return Err(ApiError::UnsupportedMediaType(
-            "application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
-        ));
-    }
+    let format = object_format(ctx, OBJECT_TYPES)?;
     let raw = decode_object_body(body, format, info.kind)?;
     let validation = FieldValidation::parse(ctx.query.field_validation.as_deref())?;
     let (mut obj, warnings) = admit_body(info, raw, validation)?;

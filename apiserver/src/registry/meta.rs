@@ -21,7 +21,8 @@ fn meta_str<'a>(obj: &'a Value, key: &str) -> &'a str {
         .unwrap_or("")
 }
 
-fn strings(v: Option<&Value>) -> Vec<&str> {
+/// The strings of a JSON array (others skipped); none when absent.
+pub(super) fn strings(v: Option<&Value>) -> Vec<&str> {
     v.and_then(Value::as_array)
         .into_iter()
         .flatten()

@@ -6,19 +6,12 @@
 use serde_json::{json, Value};
 
 use super::super::field::FieldError;
+use super::super::meta::strings;
 use super::super::names::{validate_object_meta, NameRule};
 use super::super::podspec::taint_effect;
 use super::super::rules::{
     cidr, label_value_errors, one_per_family, qualified_name_errors, resource_list,
 };
-
-fn strings(v: Option<&Value>) -> Vec<&str> {
-    v.and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
-}
 
 /// `podCIDR` is authoritative over `podCIDRs[0]`, and is always `podCIDRs[0]`; allocatable
 /// defaults to capacity.
