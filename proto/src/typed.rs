@@ -5,6 +5,7 @@
 use k8s_openapi::api::node::v1 as node;
 use k8s_openapi::api::{apps::v1 as apps, coordination::v1 as coordination, core::v1 as core};
 use k8s_openapi::api::{events::v1 as events, policy::v1 as policy, scheduling::v1 as scheduling};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as crd;
 use serde_json::Value;
 
 /// Why an object could not be decoded into its type.
@@ -42,6 +43,9 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("policy", "Eviction") => through::<policy::Eviction>(obj),
         ("scheduling.k8s.io", "PriorityClass") => through::<scheduling::PriorityClass>(obj),
         ("node.k8s.io", "RuntimeClass") => through::<node::RuntimeClass>(obj),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            through::<crd::CustomResourceDefinition>(obj)
+        }
         ("autoscaling", "Scale") => through::<k8s_openapi::api::autoscaling::v1::Scale>(obj),
         _ => Err(DecodeError::UnknownKind {
             group: group.to_string(),
