@@ -23,7 +23,7 @@ pub fn check_namespace(state: &AppState, info: &ResourceInfo, obj: &Value) -> Ap
     if !info.namespaced {
         return Ok(());
     }
-    let ns_info = registry::lookup("", "v1", "namespaces").expect("namespaces are served");
+    let ns_info = registry::builtin("", "v1", "namespaces").expect("namespaces are served");
     let ns = object::namespace(obj).unwrap_or("default");
     let namespace = state
         .objects
@@ -71,7 +71,7 @@ pub fn on_create(state: &AppState, info: &ResourceInfo, obj: &mut Value) -> ApiR
 /// Priority admission: `spec.priority` (and `preemptionPolicy`) from the named PriorityClass,
 /// or from the global default class, or 0.
 fn resolve_priority(state: &AppState, info: &ResourceInfo, pod: &mut Value) -> ApiResult<()> {
-    let pc_info = registry::lookup("scheduling.k8s.io", "v1", "priorityclasses").expect("served");
+    let pc_info = registry::builtin("scheduling.k8s.io", "v1", "priorityclasses").expect("served");
     let class_name = pod
         .pointer("/spec/priorityClassName")
         .and_then(Value::as_str)
@@ -144,7 +144,7 @@ fn resolve_priority(state: &AppState, info: &ResourceInfo, pod: &mut Value) -> A
 /// class's node selector and tolerations; an unknown class, or an overhead the class does not
 /// define, is refused with upstream's messages.
 fn resolve_runtime_class(state: &AppState, info: &ResourceInfo, pod: &mut Value) -> ApiResult<()> {
-    let rc_info = registry::lookup("node.k8s.io", "v1", "runtimeclasses").expect("served");
+    let rc_info = registry::builtin("node.k8s.io", "v1", "runtimeclasses").expect("served");
     let refuse = |pod: &Value, why: String| forbidden(info, object::name(pod), why);
     let class = match pod
         .pointer("/spec/runtimeClassName")

@@ -105,7 +105,7 @@ pub fn set_type_meta(info: &ResourceInfo, obj: &mut Value) {
 mod tests {
     use super::*;
     use serde_json::json;
-    use tinykube_proto::registry::lookup;
+    use tinykube_proto::registry::builtin as lookup;
 
     #[test]
     fn events_round_trip_between_views() {

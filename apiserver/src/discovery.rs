@@ -4,10 +4,11 @@
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::{json, Map, Value};
-use tinykube_proto::registry::{self, ResourceInfo, Subresource};
+use tinykube_proto::registry::{ResourceInfo, Subresource};
 
 use crate::error::{ApiError, ApiResult};
 use crate::handlers::json_response;
+use crate::kinds::Served;
 use crate::request::accept_ranges;
 use tinykube_proto::hash::{fnv1a_64, OFFSET_BASIS_64};
 
@@ -137,11 +138,13 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
     Value::Object(m)
 }
 
-fn aggregated_group(group: &str) -> Value {
-    let versions: Vec<Value> = registry::versions(group)
+fn aggregated_group(served: &Served, group: &str) -> Value {
+    let versions: Vec<Value> = served
+        .versions(group)
         .into_iter()
         .map(|v| {
-            let resources: Vec<Value> = registry::group_version(group, v)
+            let resources: Vec<Value> = served
+                .group_version(group, v)
                 .map(aggregated_resource)
                 .collect();
             json!({"version": v, "resources": resources, "freshness": "Current"})
@@ -164,10 +167,10 @@ fn aggregated_list(items: Vec<Value>) -> Value {
     })
 }
 
-pub fn api(headers: &HeaderMap, pretty: bool) -> ApiResult<Response> {
+pub fn api(served: &Served, headers: &HeaderMap, pretty: bool) -> ApiResult<Response> {
     if wants_aggregated(headers)? {
         return Ok(aggregated_response(
-            &aggregated_list(vec![aggregated_group("")]),
+            &aggregated_list(vec![aggregated_group(served, "")]),
             pretty,
         ));
     }
@@ -179,8 +182,9 @@ pub fn api(headers: &HeaderMap, pretty: bool) -> ApiResult<Response> {
     Ok(json_response(StatusCode::OK, &body, pretty))
 }
 
-fn group_entry(group: &str) -> Value {
-    let versions: Vec<Value> = registry::versions(group)
+fn group_entry(served: &Served, group: &str) -> Value {
+    let versions: Vec<Value> = served
+        .versions(group)
         .into_iter()
         .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
         .collect();
@@ -188,24 +192,22 @@ fn group_entry(group: &str) -> Value {
     json!({"name": group, "versions": versions, "preferredVersion": preferred})
 }
 
-pub fn apis(headers: &HeaderMap, pretty: bool) -> ApiResult<Response> {
+pub fn apis(served: &Served, headers: &HeaderMap, pretty: bool) -> ApiResult<Response> {
+    let groups = served.groups();
     if wants_aggregated(headers)? {
-        let items = registry::GROUPS
-            .iter()
-            .map(|g| aggregated_group(g))
-            .collect();
+        let items = groups.iter().map(|g| aggregated_group(served, g)).collect();
         return Ok(aggregated_response(&aggregated_list(items), pretty));
     }
-    let groups: Vec<Value> = registry::GROUPS.iter().map(|g| group_entry(g)).collect();
+    let groups: Vec<Value> = groups.iter().map(|g| group_entry(served, g)).collect();
     let body = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups});
     Ok(json_response(StatusCode::OK, &body, pretty))
 }
 
-pub fn group(group: &str, pretty: bool) -> Option<Response> {
-    if !registry::GROUPS.contains(&group) {
+pub fn group(served: &Served, group: &str, pretty: bool) -> Option<Response> {
+    if !served.groups().contains(&group) {
         return None;
     }
-    let mut body = group_entry(group);
+    let mut body = group_entry(served, group);
     if let Some(m) = body.as_object_mut() {
         let mut out = Map::new();
         out.insert("kind".into(), "APIGroup".into());
@@ -253,8 +255,14 @@ fn legacy_resource(r: &ResourceInfo) -> Vec<Value> {
 }
 
 /// `/api/v1` or `/apis/G/V`: the APIResourceList.
-pub fn resource_list(group: &str, version: &str, pretty: bool) -> ApiResult<Response> {
-    let resources: Vec<Value> = registry::group_version(group, version)
+pub fn resource_list(
+    served: &Served,
+    group: &str,
+    version: &str,
+    pretty: bool,
+) -> ApiResult<Response> {
+    let resources: Vec<Value> = served
+        .group_version(group, version)
         .flat_map(legacy_resource)
         .collect();
     if resources.is_empty() {

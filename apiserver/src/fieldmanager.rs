@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn the_manager_defaults_to_the_user_agents_program() {
-        let info = tinykube_proto::registry::lookup("", "v1", "pods").expect("pods are served");
+        let info = tinykube_proto::registry::builtin("", "v1", "pods").expect("pods are served");
         let mut headers = HeaderMap::new();
         headers.insert(
             header::USER_AGENT,

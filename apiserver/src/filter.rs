@@ -59,16 +59,34 @@ fn kind_fields(info: &ResourceInfo) -> &'static [(&'static str, &'static str)] {
 pub struct Filter {
     labels: Option<Selector>,
     fields: Option<FieldSelector>,
-    info: &'static ResourceInfo,
+    info: ResourceInfo,
+}
+
+/// The JSON pointer a supported field selector name reads: the shared metadata fields, a
+/// built-in kind's own, or a custom resource's `selectableFields` (`.spec.color` is selected
+/// as `spec.color`).
+fn field_pointer(info: &ResourceInfo, field: &str) -> Option<String> {
+    match field {
+        "metadata.name" => return Some("/metadata/name".into()),
+        "metadata.namespace" => return Some("/metadata/namespace".into()),
+        _ => {}
+    }
+    if let Some(custom) = &info.custom {
+        return custom
+            .selectable_fields()
+            .iter()
+            .find(|path| path.trim_start_matches('.') == field)
+            .map(|path| path.replace('.', "/"));
+    }
+    kind_fields(info)
+        .iter()
+        .find(|(f, _)| *f == field)
+        .map(|(_, p)| p.to_string())
 }
 
 fn field_value(info: &ResourceInfo, obj: &Value, field: &str) -> Option<String> {
-    let pointer = match field {
-        "metadata.name" => "/metadata/name",
-        "metadata.namespace" => "/metadata/namespace",
-        other => kind_fields(info).iter().find(|(f, _)| *f == other)?.1,
-    };
-    match obj.pointer(pointer) {
+    let pointer = field_pointer(info, field)?;
+    match obj.pointer(&pointer) {
         None | Some(Value::Null) => Some(String::new()),
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Bool(b)) => Some(b.to_string()),
@@ -78,7 +96,7 @@ fn field_value(info: &ResourceInfo, obj: &Value, field: &str) -> Option<String> 
 
 impl Filter {
     pub fn parse(
-        info: &'static ResourceInfo,
+        info: &ResourceInfo,
         label_selector: Option<&str>,
         field_selector: Option<&str>,
     ) -> ApiResult<Filter> {
@@ -94,10 +112,7 @@ impl Filter {
                 let sel =
                     FieldSelector::parse(s).map_err(|e| ApiError::BadRequest(e.to_string()))?;
                 for req in sel.requirements() {
-                    let known =
-                        matches!(req.field.as_str(), "metadata.name" | "metadata.namespace")
-                            || kind_fields(info).iter().any(|(f, _)| *f == req.field);
-                    if !known {
+                    if field_pointer(info, &req.field).is_none() {
                         return Err(ApiError::BadRequest(format!(
                             "field label not supported: {}",
                             req.field
@@ -111,7 +126,7 @@ impl Filter {
         Ok(Filter {
             labels,
             fields,
-            info,
+            info: info.clone(),
         })
     }
 
@@ -128,7 +143,7 @@ impl Filter {
             }
         }
         if let Some(sel) = &self.fields {
-            if !sel.matches(|f| field_value(self.info, obj, f)) {
+            if !sel.matches(|f| field_value(&self.info, obj, f)) {
                 return false;
             }
         }

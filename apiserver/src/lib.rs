@@ -12,6 +12,7 @@ mod fieldmanager;
 mod filter;
 pub mod fuzzing;
 pub mod handlers;
+mod kinds;
 mod object;
 mod openapi;
 pub mod printers;
@@ -124,7 +125,7 @@ const SYSTEM_PRIORITY_CLASSES: &[(&str, i64, &str)] = &[
 /// The namespaces and system PriorityClasses every cluster starts with (created when missing).
 async fn bootstrap(objects: &storage::Objects) -> Result<(), ApiError> {
     let info =
-        tinykube_proto::registry::lookup("", "v1", "namespaces").expect("namespaces are served");
+        tinykube_proto::registry::builtin("", "v1", "namespaces").expect("namespaces are served");
     for ns in INITIAL_NAMESPACES {
         if objects.try_get(info, None, ns)?.is_some() {
             continue;
@@ -144,7 +145,7 @@ async fn bootstrap(objects: &storage::Objects) -> Result<(), ApiError> {
             Err(e) => return Err(e),
         }
     }
-    let info = tinykube_proto::registry::lookup("scheduling.k8s.io", "v1", "priorityclasses")
+    let info = tinykube_proto::registry::builtin("scheduling.k8s.io", "v1", "priorityclasses")
         .expect("priorityclasses are served");
     for (name, value, description) in SYSTEM_PRIORITY_CLASSES {
         if objects.try_get(info, None, name)?.is_some() {
@@ -188,6 +189,7 @@ pub async fn serve(
     bootstrap(&objects).await.map_err(ServerError::Bootstrap)?;
     let state = state::AppState(Arc::new(state::Shared {
         objects,
+        kinds: kinds::Kinds::default(),
         tokens,
         shutdown: shutdown.clone(),
         bookmark_interval: config.bookmark_interval,

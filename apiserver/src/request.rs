@@ -4,27 +4,26 @@
 use axum::http::{header, HeaderMap};
 use serde::Deserialize;
 use serde_json::Value;
-use tinykube_proto::registry::{self, ResourceInfo};
+use tinykube_proto::registry::ResourceInfo;
 
 use crate::error::{ApiError, ApiResult};
+use crate::kinds::Served;
 
 /// The resource (and maybe object and subresource) a path names.
 #[derive(Debug, Clone)]
 pub struct Target {
-    pub info: &'static ResourceInfo,
+    pub info: ResourceInfo,
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub subresource: Option<String>,
 }
 
 /// Parse the part of a path after `/api/v1/` or `/apis/G/V/`. `None`: no such resource.
-pub fn parse_target(group: &str, version: &str, rest: &str) -> Option<Target> {
+pub fn parse_target(served: &Served, group: &str, version: &str, rest: &str) -> Option<Target> {
     let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
-    let lookup = |plural: &str| registry::lookup(group, version, plural);
+    let lookup = |plural: &str| served.lookup(group, version, plural);
     let cluster = |plural: &str| lookup(plural).map(|info| (info, None));
-    let (info, namespace, tail): (&'static ResourceInfo, Option<String>, &[&str]) = match segs
-        .as_slice()
-    {
+    let (info, namespace, tail): (&ResourceInfo, Option<String>, &[&str]) = match segs.as_slice() {
         ["namespaces", ns, plural, tail @ ..] if lookup(plural).is_some_and(|i| i.namespaced) => {
             (lookup(plural)?, Some((*ns).to_string()), tail)
         }
@@ -44,7 +43,7 @@ pub fn parse_target(group: &str, version: &str, rest: &str) -> Option<Target> {
         _ => return None,
     };
     Some(Target {
-        info,
+        info: info.clone(),
         namespace,
         name,
         subresource,
@@ -361,24 +360,32 @@ mod tests {
 
     #[test]
     fn paths_name_resources() {
-        let t = parse_target("", "v1", "namespaces/default/pods/nginx/status").unwrap();
+        let kinds = crate::kinds::Kinds::default();
+        let served = kinds.snapshot();
+        let t = parse_target(&served, "", "v1", "namespaces/default/pods/nginx/status").unwrap();
         assert_eq!(t.info.plural, "pods");
         assert_eq!(t.namespace.as_deref(), Some("default"));
         assert_eq!(t.name.as_deref(), Some("nginx"));
         assert_eq!(t.subresource.as_deref(), Some("status"));
-        let ns = parse_target("", "v1", "namespaces/default").unwrap();
+        let ns = parse_target(&served, "", "v1", "namespaces/default").unwrap();
         assert_eq!(ns.info.plural, "namespaces");
         assert_eq!(ns.name.as_deref(), Some("default"));
-        let fin = parse_target("", "v1", "namespaces/default/finalize").unwrap();
+        let fin = parse_target(&served, "", "v1", "namespaces/default/finalize").unwrap();
         assert_eq!(fin.subresource.as_deref(), Some("finalize"));
-        let all = parse_target("", "v1", "pods").unwrap();
+        let all = parse_target(&served, "", "v1", "pods").unwrap();
         assert!(all.namespace.is_none() && all.name.is_none());
-        let node = parse_target("", "v1", "nodes/worker0").unwrap();
+        let node = parse_target(&served, "", "v1", "nodes/worker0").unwrap();
         assert_eq!(node.name.as_deref(), Some("worker0"));
-        assert!(parse_target("", "v1", "foos").is_none());
-        assert!(parse_target("", "v1", "namespaces/default/foos").is_none());
-        assert!(parse_target("", "v1", "pods/x/nope").is_none());
-        let d = parse_target("apps", "v1", "namespaces/ns1/deployments/web/scale").unwrap();
+        assert!(parse_target(&served, "", "v1", "foos").is_none());
+        assert!(parse_target(&served, "", "v1", "namespaces/default/foos").is_none());
+        assert!(parse_target(&served, "", "v1", "pods/x/nope").is_none());
+        let d = parse_target(
+            &served,
+            "apps",
+            "v1",
+            "namespaces/ns1/deployments/web/scale",
+        )
+        .unwrap();
         assert_eq!(d.info.kind, "Deployment");
     }
 

@@ -6,10 +6,13 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::kinds::Kinds;
 use crate::storage::Objects;
 
 pub struct Shared {
     pub objects: Objects,
+    /// The kinds served: built-ins and the resources of established definitions.
+    pub kinds: Kinds,
     /// Bearer tokens accepted; `None`: no authentication.
     pub tokens: Option<HashSet<String>>,
     /// Cancelled when the server stops: watches end.

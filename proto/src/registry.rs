@@ -1,5 +1,15 @@
 //! The resource registry: every kind tinykube serves, with the facts discovery, routing,
 //! storage and printing need (group, version, names, scope, subresources, verbs).
+//!
+//! The built-in kinds are the static table [`RESOURCES`]; custom resources are described at run
+//! time from their CustomResourceDefinitions by [`custom::resources`]. The API server holds both
+//! in one run-time registry.
+
+pub mod custom;
+
+use std::sync::Arc;
+
+pub use custom::Custom;
 
 /// Verbs of a full CRUD resource, in discovery order.
 pub const CRUD_VERBS: &[&str] = &[
@@ -16,7 +26,7 @@ pub const CRUD_VERBS: &[&str] = &[
 pub const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
 
 /// One subresource of a resource, as discovery lists it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Subresource {
     /// `status`, `scale`, `binding`, `eviction`, `finalize`.
     pub name: &'static str,
@@ -29,8 +39,9 @@ pub struct Subresource {
     pub verbs: &'static [&'static str],
 }
 
-/// One served resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One served resource: a built-in from [`RESOURCES`], or a version of a custom resource whose
+/// facts come from its CustomResourceDefinition at run time (see [`custom`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ResourceInfo {
     /// API group; empty for the core (legacy) group.
     pub group: &'static str,
@@ -47,6 +58,8 @@ pub struct ResourceInfo {
     pub subresources: &'static [Subresource],
     /// Whether `metadata.generation` is maintained (bumped on spec changes).
     pub has_generation: bool,
+    /// The definition of a custom resource; `None` for built-in kinds.
+    pub custom: Option<Arc<Custom>>,
 }
 
 impl ResourceInfo {
@@ -118,6 +131,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: &["create"],
         subresources: &[],
         has_generation: false,
+        custom: None,
     },
     ResourceInfo {
         group: "",
@@ -132,6 +146,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[],
         has_generation: false,
+        custom: None,
     },
     ResourceInfo {
         group: "",
@@ -146,6 +161,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[],
         has_generation: false,
+        custom: None,
     },
     ResourceInfo {
         group: "",
@@ -171,6 +187,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             status("Namespace"),
         ],
         has_generation: false,
+        custom: None,
     },
     ResourceInfo {
         group: "",
@@ -185,6 +202,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[status("Node")],
         has_generation: false,
+        custom: None,
     },
     ResourceInfo {
         group: "",
@@ -215,6 +233,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             status("Pod"),
         ],
         has_generation: true,
+        custom: None,
     },
     ResourceInfo {
         group: "apps",
@@ -229,6 +248,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[],
         has_generation: false,
+        custom: None,
     },
     ResourceInfo {
         group: "apps",
@@ -243,6 +263,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[status("DaemonSet")],
         has_generation: true,
+        custom: None,
     },
     ResourceInfo {
         group: "apps",
@@ -257,6 +278,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[scale(), status("Deployment")],
         has_generation: true,
+        custom: None,
     },
     ResourceInfo {
         group: "apps",
@@ -271,6 +293,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[scale(), status("ReplicaSet")],
         has_generation: true,
+        custom: None,
     },
     ResourceInfo {
         group: "apiextensions.k8s.io",
@@ -285,6 +308,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[status("CustomResourceDefinition")],
         has_generation: true,
+        custom: None,
     },
     ResourceInfo {
         group: "coordination.k8s.io",
@@ -299,6 +323,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[],
         has_generation: false,
+        custom: None,
     },
     ResourceInfo {
         group: "events.k8s.io",
@@ -313,6 +338,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[],
         has_generation: false,
+        custom: None,
     },
     ResourceInfo {
         group: "policy",
@@ -327,6 +353,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[status("PodDisruptionBudget")],
         has_generation: true,
+        custom: None,
     },
     ResourceInfo {
         group: "scheduling.k8s.io",
@@ -341,6 +368,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[],
         has_generation: false,
+        custom: None,
     },
     ResourceInfo {
         group: "node.k8s.io",
@@ -355,6 +383,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[],
         has_generation: false,
+        custom: None,
     },
 ];
 
@@ -369,8 +398,8 @@ pub const GROUPS: &[&str] = &[
     "node.k8s.io",
 ];
 
-/// The resource served at `group/version/plural`.
-pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ResourceInfo> {
+/// The built-in resource served at `group/version/plural`.
+pub fn builtin(group: &str, version: &str, plural: &str) -> Option<&'static ResourceInfo> {
     RESOURCES
         .iter()
         .find(|r| r.group == group && r.version == version && r.plural == plural)
@@ -419,15 +448,15 @@ mod tests {
 
     #[test]
     fn lookups_find_served_resources() {
-        let pods = lookup("", "v1", "pods").unwrap();
+        let pods = builtin("", "v1", "pods").unwrap();
         assert_eq!(pods.kind, "Pod");
         assert!(pods.has_status());
         assert_eq!(pods.subresource("eviction").unwrap().group, Some("policy"));
         assert_eq!(by_kind("apps", "Deployment").unwrap().plural, "deployments");
-        assert!(lookup("apps", "v1", "pods").is_none());
+        assert!(builtin("apps", "v1", "pods").is_none());
         assert_eq!(versions("apps"), vec!["v1"]);
         assert_eq!(
-            lookup("apps", "v1", "deployments").unwrap().api_version(),
+            builtin("apps", "v1", "deployments").unwrap().api_version(),
             "apps/v1"
         );
     }

@@ -42,7 +42,7 @@ fn conflict_error(conflicts: &[Conflict]) -> ApiError {
 /// The applied configuration: YAML or JSON, checked against the kind's schema like any body,
 /// named as the URL names it and placed in the request's namespace.
 fn decode_config(ctx: &Ctx, body: &[u8], name: &str) -> ApiResult<(Value, Vec<String>)> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let raw = decode_body(body, BodyFormat::Yaml, info.kind)?;
     let validation = FieldValidation::parse(ctx.query.field_validation.as_deref())?;
     let (mut config, warnings) = admit_body(info, raw, validation)?;
@@ -52,7 +52,7 @@ fn decode_config(ctx: &Ctx, body: &[u8], name: &str) -> ApiResult<(Value, Vec<St
 }
 
 pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let name = ctx.target.name.clone().unwrap_or_default();
     options::check(&ctx, Verb::Patch { apply: true })?;
     let manager = manager_of(&ctx);
@@ -97,7 +97,7 @@ async fn create(
     force: bool,
     warnings: Vec<String>,
 ) -> ApiResult<Response> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let obj = managed::apply(
         None,
         config,

@@ -238,7 +238,7 @@ pub async fn delete_object(
 }
 
 pub async fn delete(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let name = ctx.target.name.clone().unwrap_or_default();
     let opts = DeleteOptions::from_request(&ctx, body)?;
     if ctx.query.is_dry_run()? {
@@ -266,7 +266,7 @@ pub async fn delete(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
 }
 
 pub async fn delete_collection(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let opts = DeleteOptions::from_request(&ctx, body)?;
     let filter = Filter::parse(
         info,

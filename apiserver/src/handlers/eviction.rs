@@ -40,14 +40,15 @@ static EVICTION: ResourceInfo = ResourceInfo {
     verbs: &["create"],
     subresources: &[],
     has_generation: false,
+    custom: None,
 };
 
 fn pods() -> &'static ResourceInfo {
-    registry::lookup("", "v1", "pods").expect("pods are served")
+    registry::builtin("", "v1", "pods").expect("pods are served")
 }
 
 fn budgets() -> &'static ResourceInfo {
-    registry::lookup("policy", "v1", "poddisruptionbudgets").expect("budgets are served")
+    registry::builtin("policy", "v1", "poddisruptionbudgets").expect("budgets are served")
 }
 
 fn phase(pod: &Value) -> &str {

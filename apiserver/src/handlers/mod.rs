@@ -157,29 +157,29 @@ async fn route(
     pretty: bool,
 ) -> ApiResult<Response> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let served = state.kinds.snapshot();
     let (group, version, rest) = match segs.as_slice() {
         ["version"] => return Ok(json_response(StatusCode::OK, &discovery::version(), pretty)),
-        ["api"] => return discovery::api(&headers, pretty),
-        ["apis"] => return discovery::apis(&headers, pretty),
+        ["api"] => return discovery::api(&served, &headers, pretty),
+        ["apis"] => return discovery::apis(&served, &headers, pretty),
         ["openapi", "v3", rest @ ..] => return openapi::serve(rest, raw_query, &headers),
         ["openapi", "v2"] => return Ok(openapi::v2(&headers)),
-        ["api", "v1"] => return discovery::resource_list("", "v1", pretty),
+        ["api", "v1"] => return discovery::resource_list(&served, "", "v1", pretty),
         ["apis", group] => {
-            return discovery::group(group, pretty).map_or_else(|| Ok(plain_not_found()), Ok)
+            return discovery::group(&served, group, pretty)
+                .map_or_else(|| Ok(plain_not_found()), Ok)
         }
         ["apis", group, version] => {
-            return discovery::resource_list(group, version, pretty)
+            return discovery::resource_list(&served, group, version, pretty)
                 .or_else(|_| Ok(plain_not_found()))
         }
         ["api", "v1", rest @ ..] => ("", "v1", rest.join("/")),
-        ["apis", group, version, rest @ ..]
-            if tinykube_proto::registry::versions(group).contains(version) =>
-        {
+        ["apis", group, version, rest @ ..] if served.versions(group).contains(version) => {
             (*group, *version, rest.join("/"))
         }
         _ => return Ok(plain_not_found()),
     };
-    let target = parse_target(group, version, &rest).ok_or(ApiError::NoSuchResource)?;
+    let target = parse_target(&served, group, version, &rest).ok_or(ApiError::NoSuchResource)?;
     let query = Query::parse(raw_query)?;
     let ctx = Ctx {
         state,

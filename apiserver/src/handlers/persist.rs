@@ -30,7 +30,7 @@ pub(super) enum Track<'a> {
 /// The request's manager, for an update-type write of the target (sub)resource.
 pub(super) fn manager_of(ctx: &Ctx) -> Manager {
     Manager::of(
-        ctx.target.info,
+        &ctx.target.info,
         ctx.query.field_manager.as_deref(),
         &ctx.headers,
     )
@@ -78,7 +78,7 @@ pub(super) async fn create_object(
     mut warnings: Vec<String>,
     track: Track<'_>,
 ) -> ApiResult<Response> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let dry_run = ctx.query.is_dry_run()?;
     let generate_name = object::meta_str(&obj, "generateName")
         .unwrap_or("")
@@ -289,7 +289,7 @@ pub(super) async fn change_stored(
     ctx: &Ctx,
     mut change: impl FnMut(Value) -> ApiResult<Change>,
 ) -> ApiResult<Outcome> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let name = ctx.target.name.as_deref().unwrap_or_default();
     let ns = ctx.target.namespace.as_deref();
     if ctx.query.is_dry_run()? {
@@ -304,7 +304,7 @@ pub(super) async fn change_stored(
 
 /// The 200 answer of an update: the stored (or dry-run) object in its served form.
 pub(super) fn respond(ctx: &Ctx, outcome: Outcome, warnings: &[String]) -> ApiResult<Response> {
-    let out = convert::outgoing(ctx.target.info, outcome.into_object());
+    let out = convert::outgoing(&ctx.target.info, outcome.into_object());
     Ok(with_warnings(
         json_response(StatusCode::OK, &out, ctx.pretty),
         warnings,

@@ -13,7 +13,7 @@ use crate::request::{negotiate, Representation};
 use crate::table::{self, IncludeObject};
 
 pub fn get(ctx: Ctx) -> ApiResult<Response> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let name = ctx.target.name.as_deref().unwrap_or_default();
     let stored = ctx
         .state
@@ -63,7 +63,7 @@ pub struct Listed {
 
 /// List with selectors, `limit` and `continue`; keys are paged in store order.
 pub fn list_objects(ctx: &Ctx, filter: &Filter) -> ApiResult<Listed> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let ns = ctx.target.namespace.as_deref();
     let limit = ctx
         .query
@@ -132,7 +132,7 @@ fn check_resource_version(ctx: &Ctx) -> ApiResult<()> {
 }
 
 pub fn list(ctx: Ctx) -> ApiResult<Response> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let filter = Filter::parse(
         info,
         ctx.query.label_selector.as_deref(),

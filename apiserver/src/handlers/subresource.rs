@@ -19,13 +19,13 @@ use crate::request::{body_format, decode_object_body, go_json_kind, BodyFormat};
 use crate::storage::Change;
 
 fn pods() -> &'static ResourceInfo {
-    registry::lookup("", "v1", "pods").expect("pods are served")
+    registry::builtin("", "v1", "pods").expect("pods are served")
 }
 
 /// Assign a pod to a node, as the scheduler does through pods/binding.
 pub async fn binding(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     options::check(&ctx, Verb::Create)?;
-    let binding_info = registry::lookup("", "v1", "bindings").expect("bindings are served");
+    let binding_info = registry::builtin("", "v1", "bindings").expect("bindings are served");
     let binding = decode_as(&ctx, body, binding_info, "Binding")?;
     let pod_name = ctx
         .target
@@ -164,7 +164,7 @@ fn scale_view(info: &ResourceInfo, obj: &Value) -> Value {
 }
 
 pub fn get_scale(ctx: Ctx) -> ApiResult<Response> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let name = ctx.target.name.clone().unwrap_or_default();
     let obj = ctx
         .state
@@ -255,7 +255,7 @@ fn patch_scale(view: &Value, doc: &Value, format: BodyFormat) -> ApiResult<Value
 /// PUT or PATCH of the scale subresource: only `spec.replicas` reaches the object. Upstream's
 /// ValidateScale refuses negative replicas as `Scale.autoscaling "NAME" is invalid`.
 pub async fn update_scale(ctx: Ctx, body: &[u8], is_patch: bool) -> ApiResult<Response> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let name = ctx.target.name.clone().unwrap_or_default();
     let ns = ctx.target.namespace.clone();
     let verb = if is_patch {

@@ -24,7 +24,7 @@ use crate::table::{self, IncludeObject};
 
 /// How each event's object is rendered.
 struct Renderer {
-    info: &'static ResourceInfo,
+    info: ResourceInfo,
     representation: Representation,
     include: IncludeObject,
     sent_columns: bool,
@@ -33,16 +33,16 @@ struct Renderer {
 impl Renderer {
     fn line(&mut self, kind: &str, obj: Value) -> Bytes {
         let object = match self.representation {
-            Representation::Object => convert::outgoing(self.info, obj),
+            Representation::Object => convert::outgoing(&self.info, obj),
             Representation::Metadata(v) => {
-                table::partial_metadata(&convert::outgoing(self.info, obj), v)
+                table::partial_metadata(&convert::outgoing(&self.info, obj), v)
             }
             Representation::Table(v) => {
                 let first = !self.sent_columns;
                 self.sent_columns = true;
                 table::watch_table(
-                    self.info,
-                    &convert::outgoing(self.info, obj),
+                    &self.info,
+                    &convert::outgoing(&self.info, obj),
                     self.include,
                     v,
                     first,
@@ -106,7 +106,7 @@ fn translate(filter: &Filter, ev: &Event) -> ApiResult<Option<(&'static str, Val
 }
 
 pub async fn watch(ctx: Ctx) -> ApiResult<Response> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let mut field_selector = ctx.query.field_selector.clone().unwrap_or_default();
     if let Some(name) = &ctx.target.name {
         if !field_selector.is_empty() {
@@ -146,7 +146,7 @@ pub async fn watch(ctx: Ctx) -> ApiResult<Response> {
     let prefix = storage::prefix(info, ns.as_deref());
 
     let mut renderer = Renderer {
-        info,
+        info: info.clone(),
         representation,
         include,
         sent_columns: false,

@@ -22,7 +22,7 @@ use crate::storage::Change;
 /// A create or update body (JSON, YAML or protobuf), admitted and placed in the request's
 /// namespace.
 fn decode_object(ctx: &Ctx, body: &[u8]) -> ApiResult<(Value, Vec<String>)> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let format = object_format(ctx, OBJECT_TYPES)?;
     let raw = decode_object_body(body, format, info.kind)?;
     let validation = FieldValidation::parse(ctx.query.field_validation.as_deref())?;
@@ -47,7 +47,7 @@ pub async fn create(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
 }
 
 pub async fn update(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let name = ctx.target.name.clone().unwrap_or_default();
     options::check(&ctx, Verb::Update)?;
     let (obj, warnings) = decode_object(&ctx, body)?;
@@ -80,7 +80,7 @@ fn patch_failed(
 }
 
 pub async fn patch(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
-    let info = ctx.target.info;
+    let info = &ctx.target.info;
     let name = ctx.target.name.clone().unwrap_or_default();
     let format = body_format(&ctx.headers)?;
     if matches!(format, BodyFormat::Json | BodyFormat::Yaml) {
