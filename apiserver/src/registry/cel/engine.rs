@@ -190,17 +190,17 @@ fn issues(source: &str, errors: &ParseErrors) -> String {
     let mut out = Vec::new();
     for e in &errors.errors {
         let line = e.pos.0.max(1) as usize;
-        let col = e.pos.1.max(0) as usize;
+        // The crate counts columns from 1, as cel-go prints them.
+        let col = e.pos.1.max(1) as usize;
         let text = source.lines().nth(line - 1).unwrap_or("");
-        let dots: String = ".".repeat(text.chars().take(col).count());
+        let dots: String = ".".repeat(text.chars().take(col - 1).count());
         let msg = if e.msg.starts_with("Syntax error") || e.msg.starts_with("expression") {
             e.msg.clone()
         } else {
             format!("Syntax error: {}", e.msg)
         };
         out.push(format!(
-            "ERROR: <input>:{line}:{}: {msg}\n | {text}\n | {dots}^",
-            col + 1
+            "ERROR: <input>:{line}:{col}: {msg}\n | {text}\n | {dots}^"
         ));
     }
     out.join("\n")
