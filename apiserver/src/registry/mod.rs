@@ -5,6 +5,7 @@
 
 mod apps;
 mod apps_status;
+pub mod cel;
 mod cluster;
 mod coordination;
 mod events;
