@@ -161,7 +161,7 @@ async fn route(
         ["version"] => return Ok(json_response(StatusCode::OK, &discovery::version(), pretty)),
         ["api"] => return discovery::api(&headers, pretty),
         ["apis"] => return discovery::apis(&headers, pretty),
-        ["openapi", "v3", rest @ ..] => return openapi::serve(rest, raw_query, &headers),
+        ["openapi", "v3", rest @ ..] => return openapi::serve(rest, raw_query, &headers, &[]),
         ["openapi", "v2"] => return Ok(openapi::v2(&headers)),
         ["api", "v1"] => return discovery::resource_list("", "v1", pretty),
         ["apis", group] => {
