@@ -162,7 +162,9 @@ async fn route(
         ["version"] => return Ok(json_response(StatusCode::OK, &discovery::version(), pretty)),
         ["api"] => return discovery::api(&served, &headers, pretty),
         ["apis"] => return discovery::apis(&served, &headers, pretty),
-        ["openapi", "v3", rest @ ..] => return openapi::serve(rest, raw_query, &headers),
+        ["openapi", "v3", rest @ ..] => {
+            return openapi::serve(rest, raw_query, &headers, served.crds())
+        }
         ["openapi", "v2"] => return Ok(openapi::v2(&headers)),
         ["api", "v1"] => return discovery::resource_list(&served, "", "v1", pretty),
         ["apis", group] => {

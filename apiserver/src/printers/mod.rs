@@ -3,6 +3,7 @@
 //! priorities) are upstream's, kept as data in `columns.json`.
 
 mod cluster;
+pub mod custom;
 mod workloads;
 
 use std::collections::HashMap;

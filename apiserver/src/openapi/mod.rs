@@ -1,9 +1,12 @@
 //! OpenAPI v3: the root index and one document per group version, with the operations kubectl
 //! looks for (a PATCH that takes `fieldValidation`, tagged with its group-version-kind) and the
-//! schemas `kubectl explain` reads, generated from the k8s-openapi types.
+//! schemas `kubectl explain` reads, generated from the k8s-openapi types; the group versions of
+//! CustomResourceDefinitions are built from their schemas (`custom`).
+
+pub mod custom;
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -19,6 +22,7 @@ use tinykube_proto::api::api::{
 use tinykube_proto::registry::{self, ResourceInfo};
 
 use crate::error::ApiResult;
+use custom::custom_group_versions;
 use tinykube_proto::hash::{fnv1a_64, OFFSET_BASIS_64};
 
 /// A served group version's document and its hash.
@@ -271,23 +275,41 @@ fn document(group: &str, version: &str) -> Value {
     })
 }
 
-fn root() -> Value {
-    let paths: Map<String, Value> = docs()
+/// The index: built-in group versions, then those served by CRDs (a built-in one wins a clash).
+fn root(crds: &[Value]) -> Value {
+    let mut hashes: BTreeMap<String, String> = docs()
         .iter()
-        .map(|(path, doc)| {
-            (
-                path.clone(),
-                json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={}", doc.hash)}),
-            )
+        .map(|(path, doc)| (path.clone(), doc.hash.clone()))
+        .collect();
+    for (group, version) in custom_group_versions(crds) {
+        let path = gv_path(&group, &version);
+        if hashes.contains_key(&path) {
+            continue;
+        }
+        if let Some(doc) = custom::cached_document(&path, crds) {
+            hashes.insert(path, doc.hash.clone());
+        }
+    }
+    let paths: Map<String, Value> = hashes
+        .into_iter()
+        .map(|(path, hash)| {
+            let url = format!("/openapi/v3/{path}?hash={hash}");
+            (path, json!({ "serverRelativeURL": url }))
         })
         .collect();
     json!({ "paths": paths })
 }
 
-/// Serve `/openapi/v3` and `/openapi/v3/<group version>`.
-pub fn serve(rest: &[&str], query: Option<&str>, _headers: &HeaderMap) -> ApiResult<Response> {
+/// Serve `/openapi/v3` and `/openapi/v3/<group version>`, for the built-in kinds and for the
+/// served versions of `crds` (the Established CustomResourceDefinitions).
+pub fn serve(
+    rest: &[&str],
+    raw_query: Option<&str>,
+    _headers: &HeaderMap,
+    crds: &[Value],
+) -> ApiResult<Response> {
     if rest.is_empty() || rest == [""] {
-        let mut body = serde_json::to_vec(&root()).unwrap_or_default();
+        let mut body = serde_json::to_vec(&root(crds)).unwrap_or_default();
         body.push(b'\n');
         let mut resp = (StatusCode::OK, body).into_response();
         resp.headers_mut().insert(
@@ -297,10 +319,18 @@ pub fn serve(rest: &[&str], query: Option<&str>, _headers: &HeaderMap) -> ApiRes
         return Ok(resp);
     }
     let path = rest.join("/");
-    let Some(doc) = docs().get(&path) else {
-        return Ok(StatusCode::NOT_FOUND.into_response());
+    let custom_doc: Arc<Doc>;
+    let doc: &Doc = match docs().get(&path) {
+        Some(doc) => doc,
+        None => match custom::cached_document(&path, crds) {
+            Some(doc) => {
+                custom_doc = doc;
+                &custom_doc
+            }
+            None => return Ok(StatusCode::NOT_FOUND.into_response()),
+        },
     };
-    let asked = query
+    let asked = raw_query
         .unwrap_or("")
         .split('&')
         .find_map(|p| p.strip_prefix("hash="));
