@@ -1,0 +1,606 @@
+//! A CRD's OpenAPI v3 schema as upstream's validateCustomResourceDefinitionValidation checks it
+//! before it is made structural: the root rules when `status` is served, keywords v1 does not
+//! support (`id`, `$ref`, `definitions`, `patternProperties`, `dependencies`,
+//! `additionalItems`, `items` lists, `uniqueItems: true`, `type: null`), `additionalProperties`
+//! beside `properties`, defaults in resource metadata, and the consistency of
+//! `x-kubernetes-list-type`, `-list-map-keys` and `-map-type`. Structural rules are
+//! `structural`'s; CEL rules are compiled elsewhere (see `x_validations`).
+
+use serde_json::Value;
+
+use super::structural;
+use super::view::{flag, get, items, schema_has, text};
+use crate::registry::field::FieldError;
+
+const OPENAPI_TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "string"];
+const META_FIELDS: &[&str] = &["metadata", "kind", "apiVersion"];
+
+/// The JSONSchemaProps fields in upstream's struct order, with the Go names of those allowed at
+/// the root when the status subresource is served.
+const ROOT_FIELDS: &[(&str, Option<&str>)] = &[
+    ("id", None),
+    ("$schema", None),
+    ("$ref", None),
+    ("description", Some("Description")),
+    ("type", Some("Type")),
+    ("format", Some("Format")),
+    ("title", Some("Title")),
+    ("default", None),
+    ("maximum", Some("Maximum")),
+    ("exclusiveMaximum", Some("ExclusiveMaximum")),
+    ("minimum", Some("Minimum")),
+    ("exclusiveMinimum", Some("ExclusiveMinimum")),
+    ("maxLength", Some("MaxLength")),
+    ("minLength", Some("MinLength")),
+    ("pattern", Some("Pattern")),
+    ("maxItems", Some("MaxItems")),
+    ("minItems", Some("MinItems")),
+    ("uniqueItems", Some("UniqueItems")),
+    ("multipleOf", Some("MultipleOf")),
+    ("enum", None),
+    ("maxProperties", None),
+    ("minProperties", None),
+    ("required", Some("Required")),
+    ("items", Some("Items")),
+    ("allOf", None),
+    ("oneOf", None),
+    ("anyOf", None),
+    ("not", None),
+    ("properties", Some("Properties")),
+    ("additionalProperties", None),
+    ("patternProperties", None),
+    ("dependencies", None),
+    ("additionalItems", None),
+    ("definitions", None),
+    ("externalDocs", Some("ExternalDocs")),
+    ("example", Some("Example")),
+    ("nullable", None),
+    (
+        "x-kubernetes-preserve-unknown-fields",
+        Some("XPreserveUnknownFields"),
+    ),
+    ("x-kubernetes-embedded-resource", None),
+    ("x-kubernetes-int-or-string", None),
+    ("x-kubernetes-list-map-keys", None),
+    ("x-kubernetes-list-type", None),
+    ("x-kubernetes-map-type", None),
+    ("x-kubernetes-validations", Some("XValidations")),
+];
+
+/// What the schema rules demand. A create demands all; an update relaxes a rule the stored
+/// CRD already breaks, so that it can still be updated.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SchemaOptions {
+    /// `type` is one of the OpenAPI types.
+    pub valid_property_type: bool,
+    /// The items of a `set` list are atomic.
+    pub atomic_set_type: bool,
+    /// Keys of `map` lists are required or defaulted and not nullable; set and map items are
+    /// not nullable.
+    pub map_list_keys_map_set: bool,
+}
+
+impl SchemaOptions {
+    pub fn strict() -> Self {
+        SchemaOptions {
+            valid_property_type: true,
+            atomic_set_type: true,
+            map_list_keys_map_set: true,
+        }
+    }
+
+    /// The options of an update whose stored CRD has `old` schemas.
+    pub fn relaxed_by(old: &[&Value]) -> Self {
+        let any = |pred: &dyn Fn(&Value) -> bool| old.iter().any(|s| schema_has(s, pred));
+        SchemaOptions {
+            valid_property_type: !any(&|s| {
+                let t = text(s, "type");
+                !t.is_empty() && !OPENAPI_TYPES.contains(&t)
+            }),
+            atomic_set_type: !any(&non_atomic_set),
+            map_list_keys_map_set: !any(&|s| !map_list_keys_map_set(s, "").is_empty()),
+        }
+    }
+}
+
+/// A `set` list whose items are not atomic.
+fn non_atomic_set(s: &Value) -> bool {
+    if text(s, "x-kubernetes-list-type") != "set" {
+        return false;
+    }
+    let Some(item) = get(s, "items").filter(|i| i.is_object()) else {
+        return false;
+    };
+    match text(item, "type") {
+        "array" => get(item, "x-kubernetes-list-type").is_some_and(|t| t != "atomic"),
+        "object" => text(item, "x-kubernetes-map-type") != "atomic",
+        _ => false,
+    }
+}
+
+/// Where a schema node sits, as upstream's specStandardValidatorV3 tracks it.
+#[derive(Debug, Clone)]
+struct Context {
+    allow_defaults: bool,
+    disallow_reason: String,
+    inside_meta: bool,
+}
+
+impl Context {
+    fn forbidding_defaults(&self, reason: &str) -> Self {
+        Context {
+            allow_defaults: false,
+            disallow_reason: reason.to_string(),
+            ..self.clone()
+        }
+    }
+
+    /// Upstream's specStandardValidatorV3.validate: keywords of one node.
+    fn check(&self, s: &Value, path: &str, opts: &SchemaOptions, errs: &mut Vec<FieldError>) {
+        let kind = text(s, "type");
+        if opts.valid_property_type && !kind.is_empty() && !OPENAPI_TYPES.contains(&kind) {
+            errs.push(FieldError::not_supported(
+                format!("{path}.type"),
+                kind,
+                OPENAPI_TYPES,
+            ));
+        }
+        if get(s, "default").is_some() && !self.allow_defaults {
+            let mut detail = "must not be set".to_string();
+            if !self.disallow_reason.is_empty() {
+                detail = format!("{detail} {}", self.disallow_reason);
+            }
+            errs.push(FieldError::forbidden(format!("{path}.default"), detail));
+        }
+        let not_empty = |k: &str| {
+            get(s, k).is_some_and(|v| {
+                v.as_str().is_none_or(|t| !t.is_empty())
+                    && v.as_object().is_none_or(|m| !m.is_empty())
+            })
+        };
+        for (key, name) in [
+            ("id", "id"),
+            ("additionalItems", "additionalItems"),
+            ("patternProperties", "patternProperties"),
+            ("definitions", "definitions"),
+            ("dependencies", "dependencies"),
+            ("$ref", "$ref"),
+        ] {
+            if not_empty(key) {
+                errs.push(FieldError::forbidden(
+                    format!("{path}.{key}"),
+                    format!("{name} is not supported"),
+                ));
+            }
+        }
+        if kind == "null" {
+            errs.push(FieldError::forbidden(
+                format!("{path}.type"),
+                "type cannot be set to null, use nullable as an alternative",
+            ));
+        }
+        if s.get("items")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+        {
+            errs.push(FieldError::forbidden(
+                format!("{path}.items"),
+                "items must be a schema object and not an array",
+            ));
+        }
+        if self.inside_meta && flag(s, "x-kubernetes-embedded-resource") {
+            errs.push(FieldError::forbidden(
+                format!("{path}.x-kubernetes-embedded-resource"),
+                "must not be used inside of resource meta",
+            ));
+        }
+    }
+}
+
+/// A version's (or the top-level) `schema` at `base` (`spec.validation`,
+/// `spec.versions[0].schema`), with `status` telling whether the status subresource is served.
+pub(super) fn validate_validation(
+    validation: &Value,
+    status: bool,
+    opts: &SchemaOptions,
+    base: &str,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(schema) = get(validation, "openAPIV3Schema") else {
+        return errs;
+    };
+    let root = format!("{base}.openAPIV3Schema");
+    if status {
+        errs.extend(root_with_status(schema, &root));
+    }
+    if flag(schema, "nullable") {
+        errs.push(FieldError::forbidden(
+            format!("{root}.nullable"),
+            "nullable cannot be true at the root",
+        ));
+    }
+    let ctx = Context {
+        allow_defaults: true,
+        disallow_reason: String::new(),
+        inside_meta: false,
+    };
+    walk(schema, &root, &ctx, true, opts, &mut errs);
+    match structural::unsupported(schema) {
+        // Generic validation has said why already; upstream hides this then.
+        Some(why) if errs.is_empty() => errs.push(FieldError::invalid(&root, "", why)),
+        Some(_) => {}
+        None => {
+            let structural = structural::validate(schema, &root);
+            // TODO(defaults): upstream then checks each `default` against its schema
+            // (structuraldefaulting.ValidateDefaults: validates, prunes, no metadata); that
+            // needs the value validator of registry/schema.
+            errs.extend(structural);
+        }
+    }
+    errs
+}
+
+/// With the status subresource only an object type and some keywords may be at the root.
+fn root_with_status(schema: &Value, root: &str) -> Option<FieldError> {
+    let allowed: Vec<&str> = ROOT_FIELDS.iter().filter_map(|(_, go)| *go).collect();
+    for (key, go) in ROOT_FIELDS {
+        let Some(v) = get(schema, key) else {
+            continue;
+        };
+        let zero = match v {
+            Value::Bool(b) => !b,
+            Value::String(t) => t.is_empty(),
+            Value::Array(a) => a.is_empty(),
+            Value::Object(m) => m.is_empty() && *key != "items",
+            _ => false,
+        };
+        if zero {
+            continue;
+        }
+        if *key == "type" {
+            if v != "object" {
+                return Some(FieldError::invalid(
+                    format!("{root}.type"),
+                    v.clone(),
+                    "only \"object\" is allowed as the type at the root of the schema if the status subresource is enabled",
+                ));
+            }
+            continue;
+        }
+        if go.is_none() {
+            return Some(FieldError::invalid(
+                root,
+                schema.clone(),
+                format!(
+                    "only [{}] fields are allowed at the root of the schema if the status subresource is enabled",
+                    allowed.join(" ")
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// Upstream's ValidateCustomResourceDefinitionOpenAPISchema: one node and everything under it.
+fn walk(
+    s: &Value,
+    path: &str,
+    ctx: &Context,
+    is_root: bool,
+    opts: &SchemaOptions,
+    errs: &mut Vec<FieldError>,
+) {
+    if !s.is_object() {
+        return;
+    }
+    ctx.check(s, path, opts, errs);
+    if flag(s, "uniqueItems") {
+        errs.push(FieldError::forbidden(
+            format!("{path}.uniqueItems"),
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+        ));
+    }
+    let properties = get(s, "properties").and_then(Value::as_object);
+    if let Some(extra) = get(s, "additionalProperties") {
+        if properties.is_some_and(|p| !p.is_empty()) && (extra == false || extra.is_object()) {
+            errs.push(FieldError::forbidden(
+                format!("{path}.additionalProperties"),
+                "additionalProperties and properties are mutual exclusive",
+            ));
+        }
+        let sub = if ctx.inside_meta {
+            ctx.forbidding_defaults("inside additionalProperties applying to object metadata")
+        } else {
+            ctx.clone()
+        };
+        walk(
+            extra,
+            &format!("{path}.additionalProperties"),
+            &sub,
+            false,
+            opts,
+            errs,
+        );
+    }
+    let embedded = flag(s, "x-kubernetes-embedded-resource");
+    for (k, child) in properties.into_iter().flatten() {
+        let mut sub = ctx.clone();
+        if (is_root || embedded) && META_FIELDS.contains(&k.as_str()) {
+            sub.inside_meta = true;
+            if is_root {
+                sub = sub.forbidding_defaults(&format!("in top-level {k}"));
+            }
+        }
+        walk(
+            child,
+            &format!("{path}.properties[{k}]"),
+            &sub,
+            false,
+            opts,
+            errs,
+        );
+    }
+    if let Some(not) = get(s, "not") {
+        walk(not, &format!("{path}.not"), ctx, false, opts, errs);
+    }
+    for key in ["allOf", "oneOf", "anyOf"] {
+        for (i, sub) in items(s, key).iter().enumerate() {
+            walk(sub, &format!("{path}.{key}[{i}]"), ctx, false, opts, errs);
+        }
+    }
+    for (k, sub) in get(s, "definitions")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        walk(
+            sub,
+            &format!("{path}.definitions[{k}]"),
+            ctx,
+            false,
+            opts,
+            errs,
+        );
+    }
+    match get(s, "items") {
+        Some(Value::Array(list)) => {
+            for (i, sub) in list.iter().enumerate() {
+                walk(sub, &format!("{path}.items[{i}]"), ctx, false, opts, errs);
+            }
+        }
+        Some(item) => walk(item, &format!("{path}.items"), ctx, false, opts, errs),
+        None => {}
+    }
+    for (k, sub) in get(s, "dependencies")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        walk(
+            sub,
+            &format!("{path}.dependencies[{k}]"),
+            ctx,
+            false,
+            opts,
+            errs,
+        );
+    }
+    if s.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(false)) {
+        errs.push(FieldError::invalid(
+            format!("{path}.x-kubernetes-preserve-unknown-fields"),
+            false,
+            "must be true or undefined",
+        ));
+    }
+    list_and_map_types(s, path, opts, errs);
+    errs.extend(x_validations(s, path, is_root));
+    if opts.map_list_keys_map_set {
+        errs.extend(map_list_keys_map_set(s, path));
+    }
+}
+
+/// `type` must be `want` when `extension` is set.
+fn type_for(s: &Value, path: &str, want: &str, extension: &str) -> Option<FieldError> {
+    let kind = text(s, "type");
+    let detail = format!("must be {want} if {extension} is specified");
+    match kind {
+        k if k == want => None,
+        "" => Some(FieldError::required(format!("{path}.type"), detail)),
+        k => Some(FieldError::invalid(format!("{path}.type"), k, detail)),
+    }
+}
+
+/// The consistency of `x-kubernetes-map-type`, `-list-type` and `-list-map-keys`.
+fn list_and_map_types(s: &Value, path: &str, opts: &SchemaOptions, errs: &mut Vec<FieldError>) {
+    if let Some(map_type) = get(s, "x-kubernetes-map-type") {
+        errs.extend(type_for(s, path, "object", "x-kubernetes-map-type"));
+        let t = map_type.as_str().unwrap_or("");
+        if t != "atomic" && t != "granular" {
+            errs.push(FieldError::not_supported(
+                format!("{path}.x-kubernetes-map-type"),
+                t,
+                &["atomic", "granular"],
+            ));
+        }
+    }
+    let list_type = get(s, "x-kubernetes-list-type").map(|t| t.as_str().unwrap_or(""));
+    let item = get(s, "items");
+    let item_schema = item.filter(|i| i.is_object());
+    if let Some(lt) = list_type {
+        if text(s, "type") != "array" {
+            errs.extend(type_for(s, path, "array", "x-kubernetes-list-type"));
+        } else if opts.atomic_set_type && lt == "set" && non_atomic_set(s) {
+            let is = item_schema.unwrap_or(&Value::Null);
+            let (key, shown) = if text(is, "type") == "array" {
+                ("x-kubernetes-list-type", is.get("x-kubernetes-list-type"))
+            } else {
+                // Upstream shows the items' list type here too (null for an object).
+                ("x-kubernetes-map-type", is.get("x-kubernetes-list-type"))
+            };
+            errs.push(FieldError::invalid(
+                format!("{path}.items.{key}"),
+                shown.cloned().unwrap_or(Value::Null),
+                "must be atomic as item of a list with x-kubernetes-list-type=set",
+            ));
+        }
+        if !["atomic", "set", "map"].contains(&lt) {
+            errs.push(FieldError::not_supported(
+                format!("{path}.x-kubernetes-list-type"),
+                lt,
+                &["atomic", "set", "map"],
+            ));
+        }
+    }
+    let keys: Vec<&str> = super::view::strings(s, "x-kubernetes-list-map-keys");
+    let keys_value = || {
+        s.get("x-kubernetes-list-map-keys")
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    if !keys.is_empty() {
+        let detail = "must be map if x-kubernetes-list-map-keys is non-empty";
+        match list_type {
+            None => errs.push(FieldError::required(
+                format!("{path}.x-kubernetes-list-type"),
+                detail,
+            )),
+            Some("map") => {}
+            Some(lt) => errs.push(FieldError::invalid(
+                format!("{path}.x-kubernetes-list-type"),
+                lt,
+                detail,
+            )),
+        }
+    }
+    if list_type != Some("map") {
+        return;
+    }
+    if keys.is_empty() {
+        errs.push(FieldError::required(
+            format!("{path}.x-kubernetes-list-map-keys"),
+            "must not be empty if x-kubernetes-list-type is map",
+        ));
+    }
+    match item {
+        None => errs.push(FieldError::required(
+            format!("{path}.items"),
+            "must have a schema if x-kubernetes-list-type is map",
+        )),
+        Some(i) if !i.is_object() => errs.push(FieldError::invalid(
+            format!("{path}.items"),
+            i.clone(),
+            "must only have a single schema if x-kubernetes-list-type is map",
+        )),
+        Some(i) if text(i, "type") != "object" => errs.push(FieldError::invalid(
+            format!("{path}.items.type"),
+            text(i, "type"),
+            "must be object if parent array's x-kubernetes-list-type is map",
+        )),
+        Some(i) => {
+            let mut seen: Vec<&str> = Vec::new();
+            for k in &keys {
+                match i.get("properties").and_then(|p| p.get(*k)) {
+                    Some(p) if matches!(text(p, "type"), "array" | "object") => {
+                        errs.push(FieldError::invalid(
+                            format!("{path}.items.properties[{k}].type"),
+                            // Upstream shows the item's type, not the key's.
+                            text(i, "type"),
+                            "must be a scalar type if parent array's x-kubernetes-list-type is map",
+                        ))
+                    }
+                    Some(_) => {}
+                    None => errs.push(FieldError::invalid(
+                        format!("{path}.x-kubernetes-list-map-keys"),
+                        keys_value(),
+                        "entries must all be names of item properties",
+                    )),
+                }
+                if seen.contains(k) {
+                    errs.push(FieldError::invalid(
+                        format!("{path}.x-kubernetes-list-map-keys"),
+                        keys_value(),
+                        "must not contain duplicate entries",
+                    ));
+                }
+                seen.push(k);
+            }
+        }
+    }
+}
+
+/// Upstream's validateMapListKeysMapSet: set and map items are not nullable, map keys are
+/// required or defaulted and not nullable.
+fn map_list_keys_map_set(s: &Value, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(item) = get(s, "items").filter(|i| i.is_object()) else {
+        return errs;
+    };
+    let list_type = text(s, "x-kubernetes-list-type");
+    if list_type != "set" && list_type != "map" {
+        return errs;
+    }
+    if flag(item, "nullable") {
+        errs.push(FieldError::forbidden(
+            format!("{path}.items.nullable"),
+            format!("cannot be nullable when x-kubernetes-list-type is {list_type}"),
+        ));
+    }
+    if list_type == "map" {
+        let required = super::view::strings(item, "required");
+        for k in super::view::strings(s, "x-kubernetes-list-map-keys") {
+            let Some(p) = item.get("properties").and_then(|p| p.get(k)) else {
+                continue;
+            };
+            if !required.contains(&k) && get(p, "default").is_none() {
+                errs.push(FieldError::required(
+                    format!("{path}.items.properties[{k}].default"),
+                    "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
+                ));
+            }
+            if flag(p, "nullable") {
+                errs.push(FieldError::forbidden(
+                    format!("{path}.items.properties[{k}].nullable"),
+                    "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// `x-kubernetes-validations` of one node: the shape of each rule.
+///
+/// TODO(cel): this is the one hook for CEL. Upstream compiles the node's rules here
+/// (`cel.Compile(structural, isRoot)`: `x-kubernetes-validations[i].rule` Invalid/Required
+/// with the compiler's detail, plus messageExpression, reason and fieldPath checks and the
+/// cost budget); registry/cel should add its errors to what this returns.
+fn x_validations(s: &Value, path: &str, _is_root: bool) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let newline = |t: &str| t.contains(['\n', '\r']);
+    for (i, rule) in items(s, "x-kubernetes-validations").iter().enumerate() {
+        let at = |k: &str| format!("{path}.x-kubernetes-validations[{i}].{k}");
+        let (text_rule, message) = (text(rule, "rule"), text(rule, "message"));
+        let (trimmed_rule, trimmed_msg) = (text_rule.trim(), message.trim());
+        if trimmed_rule.is_empty() {
+            errs.push(FieldError::required(at("rule"), "rule is not specified"));
+        } else if !message.is_empty() && trimmed_msg.is_empty() {
+            errs.push(FieldError::invalid(
+                at("message"),
+                message,
+                "message must be non-empty if specified",
+            ));
+        } else if newline(trimmed_msg) {
+            errs.push(FieldError::invalid(
+                at("message"),
+                message,
+                "message must not contain line breaks",
+            ));
+        } else if newline(trimmed_rule) && trimmed_msg.is_empty() {
+            errs.push(FieldError::required(
+                at("message"),
+                "message must be specified if rule contains line breaks",
+            ));
+        }
+    }
+    errs
+}
