@@ -247,7 +247,7 @@ fn validate_spec(view: &View, opts: &Options) -> Vec<FieldError> {
         }
         errs.extend(validate_version(view, i, opts));
     }
-    let versions = spec.get("versions").cloned().unwrap_or(json!([]));
+    let versions = Value::Array(view.internal_versions());
     if !unique {
         errs.push(FieldError::invalid(
             "spec.versions",
@@ -431,12 +431,12 @@ fn stored_versions(obj: &Value, view: &View) -> Vec<FieldError> {
     }
     let mut errs = Vec::new();
     let names: Vec<&str> = view.versions.iter().map(|v| text(v, "name")).collect();
-    for v in view.versions {
+    for (v, internal) in view.versions.iter().zip(view.internal_versions()) {
         let name = text(v, "name");
         if flag(v, "storage") && !stored.contains(&name) {
             errs.push(FieldError::invalid(
                 PATH,
-                v.clone(),
+                internal,
                 format!("must have the storage version {name}"),
             ));
         }

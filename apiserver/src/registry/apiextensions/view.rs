@@ -170,6 +170,30 @@ impl<'a> View<'a> {
             .is_some()
     }
 
+    /// The versions as the internal type has them: without the fields that moved to the top.
+    /// Errors about the version list show this (upstream prints the internal Go structs).
+    pub fn internal_versions(&self) -> Vec<Value> {
+        self.versions
+            .iter()
+            .map(|v| {
+                let mut v = v.clone();
+                if let Some(m) = v.as_object_mut() {
+                    for h in [
+                        Hoisted::Schema,
+                        Hoisted::Subresources,
+                        Hoisted::Columns,
+                        Hoisted::SelectableFields,
+                    ] {
+                        if self.is_hoisted(h) {
+                            m.remove(h.version_key());
+                        }
+                    }
+                }
+                v
+            })
+            .collect()
+    }
+
     /// `spec.preserveUnknownFields` (false when absent, as v1 converts it).
     pub fn preserve_unknown_fields(&self) -> bool {
         flag(self.spec, "preserveUnknownFields")
