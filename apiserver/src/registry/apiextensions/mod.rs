@@ -13,7 +13,7 @@
 //! agree, so a one-version CRD's schema errors read `spec.validation.openAPIV3Schema…`
 //! (`view`). The parts: `spec` (metadata name, group, scope, versions, names, stored versions,
 //! API approval, update rules), `parts` (subresources, columns, selectable fields, conversion),
-//! `schema` (OpenAPI keywords, list/map types) and `structural` (structural schemas).
+//! `schema` (OpenAPI keywords), `listtype` (list and map extensions) and `structural` (structural schemas).
 //! `metadata.generation` is bumped by the server's update path (`handlers::persist`) when the
 //! spec changes, as upstream's PrepareForUpdate does.
 //!
@@ -37,6 +37,7 @@
 //!   condition's status stays the same.
 //! - [`api_approval_condition`]: `KubernetesAPIApprovalPolicyConformant` for `*.k8s.io` groups.
 
+mod listtype;
 mod naming;
 mod parts;
 mod schema;

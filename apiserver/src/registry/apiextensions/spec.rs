@@ -69,8 +69,8 @@ impl Options {
             .unwrap_or_default();
         Options {
             schema: SchemaOptions::relaxed_by(&view.schemas()),
-            require_openapi_schema: view.top(Hoisted::Schema).is_some()
-                || (0..view.versions.len()).all(|i| view.schema_for(i).is_some()),
+            // Stored CRDs that lack a schema somewhere may be updated without adding one.
+            require_openapi_schema: (0..view.versions.len()).all(|i| view.schema_for(i).is_some()),
             recognized_review_version: conversion.is_none()
                 || review_versions.is_empty()
                 || review_versions

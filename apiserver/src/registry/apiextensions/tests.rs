@@ -489,3 +489,49 @@ fn status_updates_check_the_accepted_names() {
         ]
     );
 }
+
+#[test]
+fn updates_ratchet_rules_the_stored_crd_already_breaks() {
+    // A CRD stored before a rule existed: an unknown type and a non-atomic set.
+    let mut old = stored_established();
+    let spec_schema = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties";
+    let props = old.pointer_mut(spec_schema).unwrap();
+    props["any"] = json!({"type": "any"});
+    props["set"] =
+        json!({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "object"}});
+    let mut new = old.clone();
+    new["spec"]["names"]["shortNames"] = json!(["ct", "cron"]);
+    assert_eq!(update_errors(&new, &old), Vec::<String>::new());
+    // A create of the same spec is refused.
+    let mut fresh = new.clone();
+    fresh.as_object_mut().unwrap().remove("status");
+    assert_eq!(
+        create_errors(fresh),
+        [
+            "spec.validation.openAPIV3Schema.properties[spec].properties[any].type: Unsupported value: \"any\": supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\"",
+            "spec.validation.openAPIV3Schema.properties[spec].properties[set].items.x-kubernetes-map-type: Invalid value: \"null\": must be atomic as item of a list with x-kubernetes-list-type=set",
+        ]
+    );
+    // Without a schema the update still needs one for served versions, or fields get pruned.
+    let mut bare = stored_established();
+    bare["spec"]["versions"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("schema");
+    assert_eq!(
+        update_errors(&bare, &bare),
+        ["spec.versions[0].schema.openAPIV3Schema: Required value: because otherwise all fields are pruned"]
+    );
+}
+
+#[test]
+fn a_crd_without_versions() {
+    let errs = create_errors(crontab_with(|c| c["spec"]["versions"] = json!([])));
+    assert_eq!(
+        errs,
+        [
+            "spec.versions: Invalid value: []: must have exactly one version marked as storage version",
+            "status.storedVersions: Invalid value: []: must have at least one stored version",
+        ]
+    );
+}
