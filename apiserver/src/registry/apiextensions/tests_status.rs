@@ -170,3 +170,29 @@ fn deletion_waits_for_the_cleanup_finalizer() {
     crd["metadata"]["finalizers"] = json!([CLEANUP_FINALIZER]);
     assert!(awaiting_cleanup(&crd));
 }
+
+#[test]
+fn the_naming_sync_writes_only_changes() {
+    let first = accepted(crontab());
+    let mut second = created(crontab_with(|c| {
+        c["metadata"]["name"] = json!("crontabs2.stable.example.com");
+        c["spec"]["names"] =
+            json!({"plural": "crontabs2", "kind": "CronTab2", "shortNames": ["ct"]});
+    }));
+    second["status"] = naming_status(&second, std::slice::from_ref(&first), T0).expect("a status");
+    // The same conflict again: nothing to write.
+    assert_eq!(
+        naming_status(&second, std::slice::from_ref(&first), T1),
+        None
+    );
+    assert_eq!(establish_status(&second, T1), None);
+    // Once the other CRD is gone, the short name is taken and the CRD can be established.
+    let status = naming_status(&second, &[], T1).expect("a status");
+    assert_eq!(status["acceptedNames"]["shortNames"], json!(["ct"]));
+    assert_eq!(
+        status["conditions"][0],
+        json!({"type": "NamesAccepted", "status": "True", "lastTransitionTime": T1, "reason": "NoConflicts", "message": "no conflicts found"})
+    );
+    second["status"] = status;
+    assert!(establish_status(&second, T1).is_some());
+}

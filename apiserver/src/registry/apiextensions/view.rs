@@ -132,7 +132,9 @@ impl<'a> View<'a> {
         if self.is_hoisted(h) {
             None
         } else {
-            per_version(&self.versions[i], h.version_key())
+            self.versions
+                .get(i)
+                .and_then(|v| per_version(v, h.version_key()))
         }
     }
 
