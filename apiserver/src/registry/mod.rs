@@ -3,6 +3,7 @@
 //!
 //! Objects are handled as `serde_json::Value` with the fields named as on the wire.
 
+pub mod apiextensions;
 mod apps;
 mod apps_status;
 pub mod cel;
@@ -125,6 +126,7 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("events.k8s.io", "Event") => &events::EventStrategy { strict: true },
         ("coordination.k8s.io", "Lease") => &coordination::LeaseStrategy,
         ("apps", "ControllerRevision") => &apps_status::ControllerRevisionStrategy,
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => &apiextensions::CrdStrategy,
         _ => &Plain,
     }
 }
