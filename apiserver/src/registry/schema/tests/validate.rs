@@ -1,0 +1,1 @@
+//! Validation messages, as upstream renders them.
