@@ -174,7 +174,9 @@ fn is_mac(s: &str) -> bool {
 
 /// Digits of `s` once spaces and hyphens are gone, as govalidator's ISBN checks sanitise.
 fn isbn_digits(s: &str) -> String {
-    s.chars().filter(|c| !c.is_whitespace() && *c != '-').collect()
+    s.chars()
+        .filter(|c| !c.is_whitespace() && *c != '-')
+        .collect()
 }
 
 fn is_isbn10(s: &str) -> bool {
@@ -194,7 +196,7 @@ fn is_isbn10(s: &str) -> bool {
         .map(|(i, c)| (i as u32 + 1) * u32::from(c - b'0'))
         .sum::<u32>()
         + 10 * last;
-    sum % 11 == 0
+    sum.is_multiple_of(11)
 }
 
 fn is_isbn13(s: &str) -> bool {
@@ -240,7 +242,9 @@ fn is_date(s: &str) -> bool {
     b.len() == 10
         && b[4] == b'-'
         && b[7] == b'-'
-        && [0, 1, 2, 3, 5, 6, 8, 9].iter().all(|&i| b[i].is_ascii_digit())
+        && [0, 1, 2, 3, 5, 6, 8, 9]
+            .iter()
+            .all(|&i| b[i].is_ascii_digit())
         && chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok()
 }
 

@@ -124,7 +124,10 @@ fn map_errors(s: &Value, a: &[Value], path: &str) -> Vec<FieldError> {
         // "unspecified" value, which only equals another unspecified one.
         let identities = key_maps
             .iter()
-            .map(|m| m.get(keys[0]).map_or_else(|| "unspecified".into(), identity))
+            .map(|m| {
+                m.get(keys[0])
+                    .map_or_else(|| "unspecified".into(), identity)
+            })
             .collect();
         return repeats_by(identities)
             .into_iter()

@@ -101,14 +101,15 @@ fn unnamed(detail: String) -> FieldError {
     invalid("", BadValue::Json("".into()), detail)
 }
 
-/// `Too many: <actual>: must have at most <max> items`.
+/// `Too many: <actual>: must have at most <max> items`. Upstream prints a TooMany error's
+/// value; `FieldError::message` leaves TooMany values out, so the count leads the detail.
 fn too_many(name: &str, actual: usize, max: i64) -> FieldError {
     let unit = if max == 1 { "item" } else { "items" };
     FieldError {
         kind: ErrorType::TooMany,
         field: field_of(name),
-        value: Some(BadValue::Go(actual.to_string())),
-        detail: format!("must have at most {max} {unit}"),
+        value: None,
+        detail: format!("{actual}: must have at most {max} {unit}"),
     }
 }
 
@@ -145,17 +146,17 @@ fn type_check(types: &[&str], fmt: &str, data: &Value, path: &str, out: &mut Vec
         && has("integer");
     let int_float = found == "integer" && has("number");
     let stringish = matches!(data, Value::String(_) | Value::Array(_));
-    if !stringish
-        && !fmt.is_empty()
-        && !(has(found) || found_format == fmt || float_int || int_float)
-    {
+    // The value's type, or a type the schema takes it as.
+    let accepted = has(found) || float_int || int_float;
+    if !stringish && !fmt.is_empty() && !accepted && found_format != fmt {
         out.push(type_error(path, fmt, found_format));
         return;
     }
-    if !(has("number") || has("integer")) && !fmt.is_empty() && stringish {
+    let numeric = has("number") || has("integer");
+    if !numeric && !fmt.is_empty() && stringish {
         return;
     }
-    if !(has(found) || float_int || int_float) {
+    if !accepted {
         out.push(type_error(path, &types.join(","), found));
     }
 }
@@ -170,7 +171,9 @@ fn is_json_integer(f: f64) -> bool {
 }
 
 fn sub_schemas<'a>(s: &'a Value, key: &str) -> &'a [Value] {
-    s.get(key).and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    s.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
 }
 
 fn errors_of(s: &Value, data: &Value, path: &str) -> Vec<FieldError> {
@@ -257,7 +260,9 @@ fn composition(s: &Value, data: &Value, path: &str, out: &mut Vec<FieldError>) {
     }
     if let Some(not) = s.get("not").filter(|v| v.is_object()) {
         if errors_of(not, data, path).is_empty() {
-            out.push(unnamed(format!("{quoted} must not validate the schema (not)")));
+            out.push(unnamed(format!(
+                "{quoted} must not validate the schema (not)"
+            )));
         }
     }
 }
