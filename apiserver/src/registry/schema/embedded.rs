@@ -96,6 +96,7 @@ fn coerce(s: &Value, x: &mut Value, path: &str, check_self: bool, paths: &mut Ve
         Value::Object(_) => {
             if check_self && super::is_embedded(s) {
                 paths.extend(prune_object_meta(x, path));
+                drop_empty_meta(x);
             }
             let Value::Object(m) = x else { return };
             for (k, v) in m.iter_mut() {
@@ -114,6 +115,21 @@ fn coerce(s: &Value, x: &mut Value, path: &str, check_self: bool, paths: &mut Ve
             }
         }
         _ => {}
+    }
+}
+
+/// An embedded resource's `metadata` as upstream writes it back from an ObjectMeta: empty
+/// fields (all `omitempty`) and a zero `creationTimestamp` left out.
+fn drop_empty_meta(x: &mut Value) {
+    if let Some(Value::Object(meta)) = x.get_mut("metadata") {
+        meta.retain(|_, v| match v {
+            Value::Null => false,
+            Value::String(s) => !s.is_empty(),
+            Value::Number(n) => n.as_f64() != Some(0.0),
+            Value::Array(a) => !a.is_empty(),
+            Value::Object(m) => !m.is_empty(),
+            Value::Bool(_) => true,
+        });
     }
 }
 

@@ -25,12 +25,12 @@ fn key_path(parent: &str, key: &str) -> String {
 }
 
 /// The schema of the values of a map's other keys; `Some(None)` where the map admits them
-/// without a schema (their contents are then pruned as unspecified).
+/// without a schema (`additionalProperties` a bare boolean, which structural schemas only
+/// allow as `true`): the keys stay, their contents are pruned as unspecified.
 fn extra_schema(s: &Value) -> Option<Option<&Value>> {
     match additional(s)? {
         Additional::Schema(v) => Some(Some(v)),
-        Additional::Bool(true) => Some(None),
-        Additional::Bool(false) => None,
+        Additional::Bool(_) => Some(None),
     }
 }
 
