@@ -22,13 +22,15 @@
 //! `validate` (kube-openapi's schema validator), `format` (the string formats it checks),
 //! `embedded` (TypeMeta/ObjectMeta of `x-kubernetes-embedded-resource` objects, and ObjectMeta's
 //! field list), `listtype` (uniqueness of `x-kubernetes-list-type` set and map lists),
-//! `default`, `prune`, and `gofmt` (values printed as Go prints them in messages).
+//! `pattern` (RE2 patterns on the `regex` crate), `default`, `prune`, and `gofmt` (values
+//! printed as Go prints them in messages).
 
 mod default;
 mod embedded;
 mod format;
 mod gofmt;
 mod listtype;
+mod pattern;
 mod prune;
 mod validate;
 

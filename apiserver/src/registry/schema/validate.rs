@@ -8,14 +8,10 @@
 //! composition failures, which kube-openapi reports without a field, print `<nil>` as their
 //! field as upstream does.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
-
-use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::gofmt::{bad, deep_equal, go_json, Num};
-use super::{format, Additional};
+use super::{format, pattern, Additional};
 use crate::registry::field::{BadValue, ErrorType, FieldError};
 
 /// Validate `data` at `path` (kube-openapi's name: `spec.items[0]`, `""` at the root) against
@@ -293,7 +289,7 @@ fn string_checks(s: &Value, text: &str, path: &str, out: &mut Vec<FieldError>) {
         }
     }
     if let Some(pattern) = s.get("pattern").and_then(Value::as_str) {
-        let failed = match compiled(pattern) {
+        let failed = match pattern::compiled(pattern) {
             Ok(re) => (!re.is_match(text)).then(|| pattern.to_string()),
             Err(e) => Some(format!("{pattern}, but pattern is invalid: {e}")),
         };
@@ -305,20 +301,6 @@ fn string_checks(s: &Value, text: &str, path: &str, out: &mut Vec<FieldError>) {
             ));
         }
     }
-}
-
-/// Patterns compile once per process (kube-openapi caches them too).
-fn compiled(pattern: &str) -> Result<Regex, String> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Result<Regex, String>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-    if cache.len() > 4096 {
-        cache.clear();
-    }
-    cache
-        .entry(pattern.to_string())
-        .or_insert_with(|| Regex::new(pattern).map_err(|e| e.to_string()))
-        .clone()
 }
 
 /// multipleOf, minimum, maximum, in that order. An integer is compared with the bounds cut
