@@ -121,6 +121,9 @@ fn coerce(s: &Value, x: &mut Value, path: &str, check_self: bool, paths: &mut Ve
 /// An embedded resource's `metadata` as upstream writes it back from an ObjectMeta: empty
 /// fields (all `omitempty`) and a zero `creationTimestamp` left out.
 fn drop_empty_meta(x: &mut Value) {
+    if let Some(meta @ Value::Null) = x.get_mut("metadata") {
+        *meta = Value::Object(Map::new());
+    }
     if let Some(Value::Object(meta)) = x.get_mut("metadata") {
         meta.retain(|_, v| match v {
             Value::Null => false,
@@ -203,16 +206,88 @@ fn validate_resource(m: &Map<String, Value>, path: &str, out: &mut Vec<FieldErro
                     ));
                 }
             }
-            ("metadata", Value::Object(meta)) => validate_meta(meta, &field, out),
-            ("metadata", other) => out.push(FieldError {
-                kind: ErrorType::Invalid,
-                field,
-                value: Some(bad(other)),
-                detail: "metadata must be an object".into(),
-            }),
+            ("metadata", meta) => match decode_error(meta) {
+                Some(detail) => out.push(FieldError {
+                    kind: ErrorType::Invalid,
+                    field,
+                    value: Some(bad(meta)),
+                    detail,
+                }),
+                None => {
+                    if let Value::Object(meta) = meta {
+                        validate_meta(meta, &field, out);
+                    }
+                }
+            },
             _ => {}
         }
     }
+}
+
+/// The error Go's `encoding/json` reports decoding `meta` into an ObjectMeta (the first, in
+/// key order), for the fields of plain JSON types; None when it decodes.
+fn decode_error(meta: &Value) -> Option<String> {
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    let m = match meta {
+        Value::Object(m) => m,
+        Value::Null => return None,
+        other => {
+            return Some(format!(
+                "json: cannot unmarshal {} into Go value of type v1.ObjectMeta",
+                kind(other)
+            ))
+        }
+    };
+    let mut keys: Vec<&String> = m.keys().collect();
+    keys.sort();
+    for k in keys {
+        let v = &m[k];
+        let fail = |found: String, typ: &str| {
+            Some(format!(
+                "json: cannot unmarshal {found} into Go struct field ObjectMeta.{k} of type {typ}"
+            ))
+        };
+        let strings_in = |items: Vec<&Value>| {
+            items
+                .into_iter()
+                .find(|x| !x.is_string() && !x.is_null())
+                .map(|x| kind(x).to_string())
+        };
+        let found = match (k.as_str(), v) {
+            (_, Value::Null) => None,
+            ("name" | "generateName" | "namespace" | "selfLink" | "uid" | "resourceVersion", v)
+                if !v.is_string() =>
+            {
+                fail(kind(v).into(), "string")
+            }
+            ("generation" | "deletionGracePeriodSeconds", Value::Number(n)) if !n.is_i64() => {
+                fail(format!("number {n}"), "int64")
+            }
+            ("generation" | "deletionGracePeriodSeconds", v) if !v.is_number() => {
+                fail(kind(v).into(), "int64")
+            }
+            ("labels" | "annotations", Value::Object(entries)) => {
+                strings_in(entries.values().collect()).and_then(|f| fail(f, "string"))
+            }
+            ("labels" | "annotations", v) => fail(kind(v).into(), "map[string]string"),
+            ("finalizers", Value::Array(items)) => {
+                strings_in(items.iter().collect()).and_then(|f| fail(f, "string"))
+            }
+            ("finalizers", v) => fail(kind(v).into(), "[]string"),
+            _ => None,
+        };
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
 }
 
 /// Upstream's `ValidateObjectMeta` of an embedded resource: names as path segments (a missing
