@@ -20,6 +20,7 @@ mod podspec;
 mod policy;
 pub mod rules;
 mod scheduling;
+pub mod schema;
 mod semantic;
 mod workloads;
 

@@ -1,0 +1,168 @@
+//! Validation of what makes a custom object a resource: the schema's say on `metadata`,
+//! embedded resources, list types, and the upstream docs' CronTab.
+
+use serde_json::{json, Value};
+
+use super::validate::{messages, spec_with};
+
+#[test]
+fn metadata_name_constraints_in_the_schema_apply() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}}}
+        }
+    });
+    let obj = json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "toolong"}});
+    assert_eq!(
+        messages(&schema, &obj),
+        ["metadata.name: Too long: may not be more than 5 bytes"]
+    );
+}
+
+#[test]
+fn embedded_resources() {
+    let schema = spec_with(json!({
+        "type": "object",
+        "x-kubernetes-embedded-resource": true,
+        "x-kubernetes-preserve-unknown-fields": true
+    }));
+    let cases: &[(Value, &[&str])] = &[
+        (
+            json!({}),
+            &[
+                "spec.field.apiVersion: Required value",
+                "spec.field.kind: Required value",
+            ],
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}),
+            &[],
+        ),
+        (
+            json!({"apiVersion": 1, "kind": ""}),
+            &[
+                "spec.field.apiVersion: Invalid value: 1: must be a string",
+                "spec.field.kind: Required value",
+            ],
+        ),
+        (
+            json!({"apiVersion": "a/b/c", "kind": "Bad_Kind"}),
+            &[
+                r#"spec.field.apiVersion: Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c"#,
+                r#"spec.field.kind: Invalid value: "Bad_Kind": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"#,
+            ],
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "K", "metadata": {"name": "a/b", "labels": {"k": "bad value"}}}),
+            &[
+                r#"spec.field.metadata.name: Invalid value: "a/b": may not contain '/'"#,
+                r#"spec.field.metadata.labels: Invalid value: "bad value": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"#,
+            ],
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "K", "metadata": null}),
+            &[],
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "K", "metadata": "x"}),
+            &[
+                r#"spec.field.metadata: Invalid value: "x": json: cannot unmarshal string into Go value of type v1.ObjectMeta"#,
+            ],
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "K", "metadata": {"name": "a/b", "labels": {"k": 1}, "generation": 1.5}}),
+            &[
+                r#"spec.field.metadata: Invalid value: map[string]interface {}{"generation":1.5, "labels":map[string]interface {}{"k":1}, "name":"a/b"}: json: cannot unmarshal number 1.5 into Go struct field ObjectMeta.generation of type int64"#,
+            ],
+        ),
+    ];
+    for (value, want) in cases {
+        let obj = json!({"spec": {"field": value}});
+        assert_eq!(messages(&schema, &obj), *want, "{value}");
+    }
+}
+
+#[test]
+fn list_types() {
+    let set = spec_with(json!({
+        "type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}
+    }));
+    assert_eq!(
+        messages(&set, &json!({"spec": {"field": ["a", "b", "a", "a", "b"]}})),
+        [
+            r#"spec.field[2]: Duplicate value: "a""#,
+            r#"spec.field[4]: Duplicate value: "b""#
+        ]
+    );
+    let map = spec_with(json!({
+        "type": "array",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+        "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}
+    }));
+    assert_eq!(
+        messages(
+            &map,
+            &json!({"spec": {"field": [{"name": "a", "port": 1}, {"name": "b"}, {"name": "a", "port": 2}]}})
+        ),
+        [r#"spec.field[2]: Duplicate value: map[string]interface {}{"name":"a"}"#]
+    );
+    let two_keys = spec_with(json!({
+        "type": "array",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name", "protocol"],
+        "items": {"type": "object", "properties": {"name": {"type": "string"}, "protocol": {"type": "string"}}}
+    }));
+    assert_eq!(
+        messages(
+            &two_keys,
+            &json!({"spec": {"field": [
+                {"name": "a", "protocol": "TCP"},
+                {"name": "a", "protocol": "UDP"},
+                {"protocol": "TCP", "name": "a"}
+            ]}})
+        ),
+        [
+            r#"spec.field[2]: Duplicate value: map[string]interface {}{"name":"a", "protocol":"TCP"}"#
+        ]
+    );
+}
+
+/// The upstream docs' CronTab with validation: a bad cronSpec and too many replicas.
+#[test]
+fn crontab_validation_example() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "cronSpec": {"type": "string", "pattern": "^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$"},
+                    "image": {"type": "string"},
+                    "replicas": {"type": "integer", "minimum": 1, "maximum": 10}
+                }
+            }
+        }
+    });
+    let obj = json!({
+        "apiVersion": "stable.example.com/v1",
+        "kind": "CronTab",
+        "metadata": {"name": "my-new-cron-object"},
+        "spec": {"cronSpec": "* * * *", "image": "my-awesome-cron-image", "replicas": 15}
+    });
+    assert_eq!(
+        messages(&schema, &obj),
+        [
+            r#"spec.cronSpec: Invalid value: "* * * *": spec.cronSpec in body should match '^(\d+|\*)(/\d+)?(\s+(\d+|\*)(/\d+)?){4}$'"#,
+            "spec.replicas: Invalid value: 15: spec.replicas in body should be less than or equal to 10",
+        ]
+    );
+    let good = json!({
+        "apiVersion": "stable.example.com/v1",
+        "kind": "CronTab",
+        "metadata": {"name": "my-new-cron-object"},
+        "spec": {"cronSpec": "* * * * */5", "image": "my-awesome-cron-image", "replicas": 3}
+    });
+    assert_eq!(messages(&schema, &good), Vec::<String>::new());
+}
