@@ -2,7 +2,7 @@
 //! served from, and events.k8s.io/v1 Events are the stored core/v1 Events with renamed fields.
 
 use serde_json::{Map, Value};
-use tinykube_proto::registry::ResourceInfo;
+use tinykube_proto::registry::{Custom, ResourceInfo};
 
 /// Field renames between core/v1 Event (stored) and events.k8s.io/v1 Event (served).
 const EVENT_RENAMES: &[(&str, &str)] = &[
@@ -41,6 +41,9 @@ fn rename(obj: Value, from_core: bool) -> Value {
 
 /// A stored object as served by `info`'s endpoint.
 pub fn outgoing(info: &ResourceInfo, obj: Value) -> Value {
+    if let Some(custom) = &info.custom {
+        return custom_outgoing(info, custom, obj);
+    }
     let mut obj = if is_events_v1(info) {
         let mut o = rename(obj, true);
         if let Some(m) = o.as_object_mut() {
@@ -71,8 +74,46 @@ pub fn outgoing(info: &ResourceInfo, obj: Value) -> Value {
     obj
 }
 
+/// A custom object as served in the requested version: conversion `None` only renames its
+/// apiVersion, the version's schema defaults apply on read too, and members come in the
+/// sorted order upstream's unstructured encoding gives them.
+fn custom_outgoing(info: &ResourceInfo, custom: &Custom, obj: Value) -> Value {
+    let mut obj = sorted(obj);
+    if let Some(schema) = custom.schema() {
+        crate::registry::schema::apply_defaults(schema, &mut obj);
+    }
+    if let Some(m) = obj.as_object_mut() {
+        m.insert("apiVersion".into(), info.api_version().into());
+        m.insert("kind".into(), info.kind.into());
+    }
+    obj
+}
+
+/// The value with every object's members in key order.
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
 /// An incoming object (already checked against `info`'s schema) in its stored form.
 pub fn incoming(info: &ResourceInfo, obj: Value) -> Value {
+    if let Some(custom) = &info.custom {
+        let mut obj = obj;
+        if let Some(m) = obj.as_object_mut() {
+            m.insert(
+                "apiVersion".into(),
+                format!("{}/{}", info.group, custom.storage_version).into(),
+            );
+        }
+        return obj;
+    }
     if is_events_v1(info) {
         let mut o = rename(obj, false);
         if let Some(m) = o.as_object_mut() {

@@ -6,6 +6,7 @@
 
 mod admission;
 mod convert;
+mod crds;
 mod discovery;
 mod error;
 mod fieldmanager;
@@ -194,6 +195,7 @@ pub async fn serve(
         shutdown: shutdown.clone(),
         bookmark_interval: config.bookmark_interval,
     }));
+    crds::start(state.clone()).await;
     let app = Router::new()
         .fallback(handlers::dispatch)
         .layer(axum::extract::DefaultBodyLimit::disable())

@@ -38,9 +38,27 @@ pub fn partial_metadata(obj: &Value, meta_version: &str) -> Value {
     })
 }
 
+/// The column definitions of a resource's Tables: a built-in kind's printer, or a custom
+/// resource version's `additionalPrinterColumns`.
+fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
+    match &info.custom {
+        Some(custom) => printers::custom::columns(&custom.version)
+            .iter()
+            .map(|c| c.to_json())
+            .collect(),
+        None => printers::columns(info.group, info.kind)
+            .iter()
+            .map(|c| c.to_json())
+            .collect(),
+    }
+}
+
 /// One row for an object.
 pub fn row(info: &ResourceInfo, obj: &Value, include: IncludeObject, meta_version: &str) -> Value {
-    let cells = printers::cells(info.group, info.kind, obj, Utc::now());
+    let cells = match &info.custom {
+        Some(custom) => printers::custom::cells_at(&custom.version, obj, Utc::now()),
+        None => printers::cells(info.group, info.kind, obj, Utc::now()),
+    };
     let object = match include {
         IncludeObject::None => Value::Null,
         IncludeObject::Metadata => partial_metadata(obj, meta_version),
@@ -57,10 +75,7 @@ pub fn table(
     include: IncludeObject,
     meta_version: &str,
 ) -> Value {
-    let columns: Vec<Value> = printers::columns(info.group, info.kind)
-        .iter()
-        .map(|c| c.to_json())
-        .collect();
+    let columns = column_definitions(info);
     let rows: Vec<Value> = objs
         .iter()
         .map(|o| row(info, o, include, meta_version))
@@ -84,12 +99,7 @@ pub fn watch_table(
     with_columns: bool,
 ) -> Value {
     let columns = if with_columns {
-        Value::Array(
-            printers::columns(info.group, info.kind)
-                .iter()
-                .map(|c| c.to_json())
-                .collect(),
-        )
+        Value::Array(column_definitions(info))
     } else {
         Value::Null
     };

@@ -103,7 +103,6 @@ pub(super) fn admit_body(
             }
         }
     }
-    stringify_quantities(&mut raw);
     let (group, kind) = schema_of(info);
     let cannot = |detail: String| {
         ApiError::BadRequest(format!(
@@ -111,9 +110,24 @@ pub(super) fn admit_body(
             info.version
         ))
     };
-    let normalized =
-        tinykube_proto::typed::normalize(group, kind, &raw).map_err(|e| cannot(e.to_string()))?;
-    let unknown = tinykube_proto::typed::unknown_fields(&raw, &normalized);
+    let (normalized, unknown) = match &info.custom {
+        // A custom resource's schema prunes what it does not declare.
+        Some(custom) => {
+            let mut pruned = raw;
+            let unknown = match custom.schema() {
+                Some(schema) => crate::registry::schema::prune(schema, &mut pruned),
+                None => Vec::new(),
+            };
+            (pruned, unknown)
+        }
+        None => {
+            stringify_quantities(&mut raw);
+            let normalized = tinykube_proto::typed::normalize(group, kind, &raw)
+                .map_err(|e| cannot(e.to_string()))?;
+            let unknown = tinykube_proto::typed::unknown_fields(&raw, &normalized);
+            (normalized, unknown)
+        }
+    };
     let mut warnings = Vec::new();
     if !unknown.is_empty() {
         let described: Vec<String> = unknown

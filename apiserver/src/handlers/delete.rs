@@ -148,6 +148,10 @@ fn plan_delete(info: &ResourceInfo, current: &Value, opts: &DeleteOptions) -> Ap
     }
     let is_pod = info.group.is_empty() && info.kind == "Pod";
     let is_namespace = info.group.is_empty() && info.kind == "Namespace";
+    let is_crd = info.group == "apiextensions.k8s.io" && info.kind == "CustomResourceDefinition";
+    if is_crd && !object::is_deleting(current) {
+        crate::crds::mark_for_deletion(&mut new);
+    }
     let grace = if is_pod {
         pod_grace(current, opts.grace_period_seconds)
     } else {

@@ -3,7 +3,7 @@
 
 mod apply;
 mod decode;
-mod delete;
+pub(crate) mod delete;
 mod eviction;
 mod options;
 mod persist;
@@ -190,6 +190,20 @@ async fn route(
         headers,
         pretty,
     };
+    let deprecation: Vec<String> = ctx
+        .target
+        .info
+        .custom
+        .as_ref()
+        .and_then(|c| c.deprecation_warning(group, ctx.target.info.kind))
+        .into_iter()
+        .collect();
+    let resp = serve_target(ctx, method, body).await?;
+    Ok(with_warnings(resp, &deprecation))
+}
+
+/// Hand a request for a served resource to its verb's handler.
+async fn serve_target(ctx: Ctx, method: Method, body: Body) -> ApiResult<Response> {
     let verb_allowed = |verb: &str| ctx.target.info.verbs.contains(&verb);
     let sub = ctx.target.subresource.clone();
     let has_name = ctx.target.name.is_some();

@@ -79,6 +79,11 @@ pub(super) async fn create_object(
     track: Track<'_>,
 ) -> ApiResult<Response> {
     let info = &ctx.target.info;
+    if info.custom.as_ref().is_some_and(|c| c.terminating()) {
+        return Err(ApiError::MethodNotAllowed(
+            "create not allowed while custom resource definition is terminating".into(),
+        ));
+    }
     let dry_run = ctx.query.is_dry_run()?;
     let generate_name = object::meta_str(&obj, "generateName")
         .unwrap_or("")
@@ -250,7 +255,7 @@ pub(super) fn update_rules(
     if !errors.is_empty() {
         return Err(invalid(info, &name, errors));
     }
-    if info.has_generation && object::spec_part(&new) != object::spec_part(old) {
+    if info.has_generation && generation_changes(info, &new, old) {
         let g = old
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
@@ -281,6 +286,23 @@ pub(super) fn update_rules(
         return Ok(Change::Delete);
     }
     Ok(Change::Write(new))
+}
+
+/// Whether an update bumps `metadata.generation`: a change of the spec (everything but
+/// metadata and status); for a custom resource without a status subresource, of anything but
+/// metadata, as upstream.
+fn generation_changes(info: &ResourceInfo, new: &Value, old: &Value) -> bool {
+    if info.custom.is_some() && !info.has_status() {
+        let without_meta = |v: &Value| {
+            let mut copy = v.clone();
+            if let Some(m) = copy.as_object_mut() {
+                m.remove("metadata");
+            }
+            copy
+        };
+        return without_meta(new) != without_meta(old);
+    }
+    object::spec_part(new) != object::spec_part(old)
 }
 
 /// Run `change` on the target object: for a dry run once, on what is stored now, writing

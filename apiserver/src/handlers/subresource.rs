@@ -130,13 +130,52 @@ fn set_condition(pod: &mut Value, condition: Value) {
     }
 }
 
+/// Where a kind keeps what its Scale shows: JSON pointers of the desired and current replica
+/// counts, and of the selector (a LabelSelector object for the built-in workloads, the
+/// serialized selector string of a custom resource's `labelSelectorPath`).
+struct ScaleShape {
+    spec_replicas: String,
+    status_replicas: String,
+    selector: Option<String>,
+    selector_is_string: bool,
+}
+
+fn scale_shape(info: &ResourceInfo) -> ScaleShape {
+    /// `.spec.replicas` → `/spec/replicas`.
+    fn pointer(path: &str) -> String {
+        path.replace('.', "/")
+    }
+    match info.custom.as_ref().and_then(|c| c.scale()) {
+        Some(paths) => ScaleShape {
+            spec_replicas: pointer(&paths.spec_replicas),
+            status_replicas: pointer(&paths.status_replicas),
+            selector: paths.label_selector.as_deref().map(pointer),
+            selector_is_string: true,
+        },
+        None => ScaleShape {
+            spec_replicas: "/spec/replicas".into(),
+            status_replicas: "/status/replicas".into(),
+            selector: Some("/spec/selector".into()),
+            selector_is_string: false,
+        },
+    }
+}
+
 fn scale_view(info: &ResourceInfo, obj: &Value) -> Value {
-    let selector = obj
-        .pointer("/spec/selector")
-        .and_then(|s| serde_json::from_value(s.clone()).ok())
-        .and_then(|s| Selector::from_label_selector(&s).ok())
-        .map(|s| s.to_string())
-        .unwrap_or_default();
+    let shape = scale_shape(info);
+    let selector_value = shape.selector.as_deref().and_then(|p| obj.pointer(p));
+    let selector = if shape.selector_is_string {
+        selector_value
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    } else {
+        selector_value
+            .and_then(|s| serde_json::from_value(s.clone()).ok())
+            .and_then(|s| Selector::from_label_selector(&s).ok())
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    };
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let mut scale_meta = serde_json::Map::new();
     for k in [
@@ -150,17 +189,52 @@ fn scale_view(info: &ResourceInfo, obj: &Value) -> Value {
             scale_meta.insert(k.into(), v.clone());
         }
     }
-    let _ = info;
+    let default_replicas = if info.custom.is_some() { 0 } else { 1 };
+    let mut status = serde_json::Map::new();
+    status.insert(
+        "replicas".into(),
+        obj.pointer(&shape.status_replicas)
+            .cloned()
+            .unwrap_or(json!(0)),
+    );
+    if !(info.custom.is_some() && selector.is_empty()) {
+        status.insert("selector".into(), selector.into());
+    }
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": scale_meta,
-        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(1))},
-        "status": {
-            "replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
-            "selector": selector,
-        },
+        "spec": {"replicas": obj.pointer(&shape.spec_replicas).cloned().unwrap_or(json!(default_replicas))},
+        "status": status,
     })
+}
+
+/// Set the desired replica count where the kind keeps it, creating the objects on the way.
+fn set_replicas(info: &ResourceInfo, obj: &mut Value, replicas: i64) {
+    let shape = scale_shape(info);
+    let mut node = obj;
+    let parts: Vec<&str> = shape
+        .spec_replicas
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .collect();
+    let Some((last, parents)) = parts.split_last() else {
+        return;
+    };
+    for p in parents {
+        if !node.get(*p).is_some_and(Value::is_object) {
+            if let Some(m) = node.as_object_mut() {
+                m.insert((*p).to_string(), json!({}));
+            }
+        }
+        match node.get_mut(*p) {
+            Some(next) => node = next,
+            None => return,
+        }
+    }
+    if let Some(m) = node.as_object_mut() {
+        m.insert((*last).to_string(), replicas.into());
+    }
 }
 
 pub fn get_scale(ctx: Ctx) -> ApiResult<Response> {
@@ -310,9 +384,7 @@ pub async fn update_scale(ctx: Ctx, body: &[u8], is_patch: bool) -> ApiResult<Re
                 });
             }
             let mut next = current.clone();
-            if let Some(spec) = next.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.insert("replicas".into(), replicas.into());
-            }
+            set_replicas(info, &mut next, replicas);
             update_rules(
                 info,
                 None,

@@ -88,6 +88,12 @@ pub async fn patch(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
             "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml".into(),
         ));
     }
+    if info.custom.is_some() && matches!(format, BodyFormat::StrategicMergePatch) {
+        // Custom resources have no patch strategies to merge by.
+        return Err(ApiError::UnsupportedMediaType(
+            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml".into(),
+        ));
+    }
     options::check(&ctx, Verb::Patch { apply: false })?;
     let patch_doc: Value = serde_json::from_slice(body).map_err(|e| {
         ApiError::BadRequest(format!(

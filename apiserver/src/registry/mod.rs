@@ -9,6 +9,7 @@ mod apps_status;
 pub mod cel;
 mod cluster;
 mod coordination;
+mod custom;
 mod events;
 pub mod field;
 mod generic;
@@ -23,6 +24,8 @@ mod scheduling;
 pub mod schema;
 mod semantic;
 mod workloads;
+
+use std::sync::Arc;
 
 use field::FieldError;
 use serde_json::Value;
@@ -76,7 +79,19 @@ impl Strategy for Plain {}
 
 /// The strategy of a served resource, with the metadata rules every kind shares.
 pub fn strategy(info: &ResourceInfo) -> WithMeta {
-    WithMeta(kind_strategy(info))
+    match &info.custom {
+        Some(custom) => WithMeta(Rules::Custom(Arc::new(custom::CustomStrategy(
+            custom.clone(),
+        )))),
+        None => WithMeta(Rules::Builtin(kind_strategy(info))),
+    }
+}
+
+/// A built-in kind's strategy, or the one a custom resource's definition makes.
+#[derive(Clone)]
+enum Rules {
+    Builtin(&'static dyn Strategy),
+    Custom(Arc<dyn Strategy>),
 }
 
 /// A kind's strategy as `strategy()` hands it out: the kind's own methods through `Deref`
@@ -84,13 +99,16 @@ pub fn strategy(info: &ResourceInfo) -> WithMeta {
 /// validations, which first run the ObjectMeta update rules every kind shares
 /// (`meta::validate_update`: fields clients may not change, no finalizer added once deletion
 /// started, label, annotation and owner syntax), then the kind's own.
-#[derive(Clone, Copy)]
-pub struct WithMeta(&'static dyn Strategy);
+#[derive(Clone)]
+pub struct WithMeta(Rules);
 
 impl std::ops::Deref for WithMeta {
     type Target = dyn Strategy;
     fn deref(&self) -> &Self::Target {
-        self.0
+        match &self.0 {
+            Rules::Builtin(s) => *s,
+            Rules::Custom(s) => s.as_ref(),
+        }
     }
 }
 
@@ -98,14 +116,14 @@ impl WithMeta {
     /// Validate an update of the main resource: shared metadata rules, then the kind's.
     pub fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = meta::validate_update(new, old);
-        errs.extend(self.0.validate_update(new, old));
+        errs.extend((**self).validate_update(new, old));
         field::dedup(errs)
     }
 
     /// Validate an update through `status`: shared metadata rules, then the kind's.
     pub fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = meta::validate_update(new, old);
-        errs.extend(self.0.validate_status_update(new, old));
+        errs.extend((**self).validate_status_update(new, old));
         field::dedup(errs)
     }
 }

@@ -220,7 +220,12 @@ pub(super) fn validate_validation(
             // TODO(defaults): upstream then checks each `default` against its schema
             // (structuraldefaulting.ValidateDefaults: validates, prunes, no metadata); that
             // needs the value validator of registry/schema.
+            let compiles = structural.is_empty() && errs.is_empty();
             errs.extend(structural);
+            // Rules are compiled once the schema is structural, as upstream does.
+            if compiles {
+                errs.extend(crate::registry::cel::compile_errors(schema, &root));
+            }
         }
     }
     errs
@@ -387,10 +392,8 @@ fn walk(
 
 /// `x-kubernetes-validations` of one node: the shape of each rule.
 ///
-/// TODO(cel): this is the one hook for CEL. Upstream compiles the node's rules here
-/// (`cel.Compile(structural, isRoot)`: `x-kubernetes-validations[i].rule` Invalid/Required
-/// with the compiler's detail, plus messageExpression, reason and fieldPath checks and the
-/// cost budget); registry/cel should add its errors to what this returns.
+/// The rules themselves are compiled by `registry::cel` once the whole schema is structural
+/// (`validate_validation`).
 fn x_validations(s: &Value, path: &str, _is_root: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let newline = |t: &str| t.contains(['\n', '\r']);

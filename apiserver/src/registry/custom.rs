@@ -1,0 +1,64 @@
+//! The strategy of custom resources, as upstream's `customresource` registry: the version's
+//! schema defaults and validates (`schema`), its `x-kubernetes-validations` rules run (`cel`),
+//! names are DNS subdomains, and with a status subresource the main resource and `status` each
+//! ignore the other's changes (the split itself is shared with the built-in kinds).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tinykube_proto::registry::Custom;
+
+use super::field::FieldError;
+use super::names::{validate_object_meta, NameRule};
+use super::{cel, schema, Strategy};
+
+/// The rules of one served version of a custom resource.
+pub struct CustomStrategy(pub Arc<Custom>);
+
+impl CustomStrategy {
+    fn has_status(&self) -> bool {
+        self.0.version.pointer("/subresources/status").is_some()
+    }
+
+    /// The schema and rule errors of an object, with `old` for transition rules.
+    fn validate_value(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        let Some(schema) = self.0.schema() else {
+            return Vec::new();
+        };
+        let mut errs = schema::validate(schema, obj);
+        errs.extend(cel::validate(schema, obj, old));
+        errs
+    }
+}
+
+impl Strategy for CustomStrategy {
+    fn default(&self, obj: &mut Value) {
+        if let Some(schema) = self.0.schema() {
+            schema::apply_defaults(schema, obj);
+        }
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if self.has_status() {
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("status");
+            }
+        }
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errs = validate_object_meta(obj, NameRule::Subdomain);
+        errs.extend(self.validate_value(obj, None));
+        errs
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = validate_object_meta(new, NameRule::Subdomain);
+        errs.extend(self.validate_value(new, Some(old)));
+        errs
+    }
+
+    fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        self.validate_update(new, old)
+    }
+}
