@@ -166,3 +166,54 @@ fn crontab_validation_example() {
     });
     assert_eq!(messages(&schema, &good), Vec::<String>::new());
 }
+
+/// Updates ratchet: errors in values left as they were are not reported, changed ones are.
+#[test]
+fn updates_ratchet_unchanged_values() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {
+            "a": {"type": "integer", "maximum": 10},
+            "b": {"type": "integer", "maximum": 10},
+            "ports": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "port": {"type": "integer", "maximum": 100}
+                }}
+            },
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}}
+        }}}
+    });
+    let old = json!({"spec": {
+        "a": 50, "b": 1,
+        "ports": [{"name": "x", "port": 500}, {"name": "y", "port": 1}],
+        "tags": ["long1"]
+    }});
+    let update = |new: Value| -> Vec<String> {
+        crate::registry::schema::validate_update(&schema, &new, &old)
+            .iter()
+            .map(|e| e.to_string())
+            .collect()
+    };
+    // Nothing changed: nothing reported, though a and ports[x] break the schema.
+    assert_eq!(update(old.clone()), Vec::<String>::new());
+    // b changed to a bad value; a and the reordered map-list item x stay ratcheted.
+    assert_eq!(
+        update(json!({"spec": {
+            "a": 50, "b": 11,
+            "ports": [{"name": "y", "port": 1}, {"name": "x", "port": 500}],
+            "tags": ["long1"]
+        }})),
+        ["spec.b: Invalid value: 11: spec.b in body should be less than or equal to 10"]
+    );
+    // A changed item of an atomic list is checked with the whole list.
+    assert_eq!(
+        update(json!({"spec": {"a": 50, "b": 1, "ports": [], "tags": ["long1", "ok"]}})),
+        ["spec.tags[0]: Too long: may not be more than 3 bytes"]
+    );
+    // Creates check everything.
+    assert_eq!(messages(&schema, &old).len(), 3);
+}
