@@ -217,3 +217,66 @@ fn updates_ratchet_unchanged_values() {
     // Creates check everything.
     assert_eq!(messages(&schema, &old).len(), 3);
 }
+
+/// Schemas as controller-gen and kube-rs write them: int-or-string as `anyOf`, and the
+/// `conditions` of metav1.Condition.
+#[test]
+fn generated_schemas() {
+    let condition = json!({
+        "type": "object",
+        "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+        "properties": {
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "message": {"type": "string", "maxLength": 32768},
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+            "reason": {"type": "string", "maxLength": 1024, "minLength": 1,
+                       "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"},
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "type": {"type": "string", "maxLength": 316,
+                     "pattern": "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"}
+        }
+    });
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "properties": {
+                "maxUnavailable": {"anyOf": [{"type": "integer"}, {"type": "string"}],
+                                   "x-kubernetes-int-or-string": true}
+            }},
+            "status": {"type": "object", "properties": {
+                "conditions": {"type": "array", "items": condition,
+                               "x-kubernetes-list-type": "map",
+                               "x-kubernetes-list-map-keys": ["type"]}
+            }}
+        }
+    });
+    let good = json!({
+        "spec": {"maxUnavailable": "25%"},
+        "status": {"conditions": [{
+            "type": "Ready", "status": "True", "reason": "AsExpected", "message": "",
+            "lastTransitionTime": "2024-05-01T10:00:00Z", "observedGeneration": 2
+        }]}
+    });
+    assert_eq!(messages(&schema, &good), Vec::<String>::new());
+    let bad = json!({
+        "spec": {"maxUnavailable": true},
+        "status": {"conditions": [
+            {"type": "Ready", "status": "Maybe", "reason": "As Expected", "message": "",
+             "lastTransitionTime": "yesterday"},
+            {"type": "Ready", "status": "True", "reason": "R", "message": "",
+             "lastTransitionTime": "2024-05-01T10:00:00Z"}
+        ]}
+    });
+    assert_eq!(
+        messages(&schema, &bad),
+        [
+            r#"spec.maxUnavailable: Invalid value: "boolean": spec.maxUnavailable in body must be of type integer,string: "boolean""#,
+            r#"<nil>: Invalid value: "": "spec.maxUnavailable" must validate at least one schema (anyOf)"#,
+            r#"spec.maxUnavailable: Invalid value: "boolean": spec.maxUnavailable in body must be of type integer: "boolean""#,
+            r#"status.conditions[0].lastTransitionTime: Invalid value: "yesterday": status.conditions[0].lastTransitionTime in body must be of type date-time: "yesterday""#,
+            r#"status.conditions[0].reason: Invalid value: "As Expected": status.conditions[0].reason in body should match '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$'"#,
+            r#"status.conditions[0].status: Unsupported value: "Maybe": supported values: "True", "False", "Unknown""#,
+            r#"status.conditions[1]: Duplicate value: map[string]interface {}{"type":"Ready"}"#,
+        ]
+    );
+}
