@@ -170,3 +170,41 @@ pub(super) fn deep_equal(a: &Value, b: &Value) -> bool {
         _ => a == b,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_print_as_go_does() {
+        let cases = [
+            (10.0, "10"),
+            (1.5, "1.5"),
+            (-0.25, "-0.25"),
+            (1e6, "1e+06"),
+            (123456.0, "123456"),
+            (1234567.0, "1.234567e+06"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1e21, "1e+21"),
+        ];
+        for (f, go) in cases {
+            assert_eq!(go_float(f), go, "{f}");
+        }
+        assert_eq!(go_json(&json!(1e-7)), "1e-7");
+        assert_eq!(go_json(&json!(1.5)), "1.5");
+        assert_eq!(
+            go_json(&json!({"b": 1, "a": [true, null]})),
+            r#"{"a":[true,null],"b":1}"#
+        );
+    }
+
+    #[test]
+    fn compound_values_print_as_go_syntax() {
+        assert_eq!(
+            go_sharp_v(&json!({"b": [1, "x"], "a": null, "c": 2.5})),
+            r#"map[string]interface {}{"a":interface {}(nil), "b":[]interface {}{1, "x"}, "c":2.5}"#
+        );
+    }
+}

@@ -12,18 +12,21 @@
 //!    `metadata` is cut down to ObjectMeta's fields; nulls of non-nullable fields without a
 //!    default go; the dropped paths are what `fieldValidation=Strict|Warn` reports;
 //! 2. **defaults** it (`apply_defaults`), also when an object is read from storage;
-//! 3. **validates** it (`validate`) in the registry strategy, after the ObjectMeta rules every
-//!    kind shares (which the caller runs: this module never checks the root `metadata` beyond
-//!    what the schema itself says about `metadata.name`/`generateName`), and before CEL rules.
+//! 3. **validates** it (`validate` on create, `validate_update` on update) in the registry
+//!    strategy, after the ObjectMeta rules every kind shares (which the caller runs: this
+//!    module never checks the root `metadata` beyond what the schema itself says about
+//!    `metadata.name`/`generateName`), and before CEL rules.
 //!
-//! The server calls them in that order: `prune`, `apply_defaults`, `validate`.
+//! The server calls them in that order: `prune`, `apply_defaults`, then `validate` or
+//! `validate_update`.
 //!
 //! ## Layout
 //! `validate` (kube-openapi's schema validator), `format` (the string formats it checks),
 //! `embedded` (TypeMeta/ObjectMeta of `x-kubernetes-embedded-resource` objects, and ObjectMeta's
 //! field list), `listtype` (uniqueness of `x-kubernetes-list-type` set and map lists),
-//! `pattern` (RE2 patterns on the `regex` crate), `default`, `prune`, and `gofmt` (values
-//! printed as Go prints them in messages).
+//! `pattern` (RE2 patterns on the `regex` crate), `ratchet` (updates: unchanged values keep
+//! their errors unreported), `default`, `prune`, and `gofmt` (values printed as Go prints them
+//! in messages).
 
 mod default;
 mod embedded;
@@ -32,6 +35,7 @@ mod gofmt;
 mod listtype;
 mod pattern;
 mod prune;
+mod ratchet;
 mod validate;
 
 #[cfg(test)]
@@ -46,9 +50,27 @@ use super::field::FieldError;
 /// ObjectMeta of embedded resources, then the uniqueness of set and map lists.
 pub fn validate(schema: &Value, obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    validate::schema_errors(schema, obj, "", &mut errs);
+    validate::schema_errors(schema, obj, None, "", &mut errs);
     embedded::validate(schema, obj, "", &mut errs);
     listtype::validate(schema, obj, "", &mut errs);
+    errs
+}
+
+/// Validate an update of a custom object (main resource or `status`) as upstream does with
+/// validation ratcheting (CRDValidationRatcheting, on by default since 1.30, GA in 1.33): as
+/// `validate`, except that schema errors in values equal to the ones they replace are not
+/// reported (values correspond through object keys and the keys of `x-kubernetes-list-type:
+/// map` items; other lists only as a whole), and list-type uniqueness errors only count when
+/// `old` had none. Embedded resources' TypeMeta and ObjectMeta are checked in full.
+pub fn validate_update(schema: &Value, new: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    validate::schema_errors(schema, new, Some(old), "", &mut errs);
+    embedded::validate(schema, new, "", &mut errs);
+    let mut old_lists = Vec::new();
+    listtype::validate(schema, old, "", &mut old_lists);
+    if old_lists.is_empty() {
+        listtype::validate(schema, new, "", &mut errs);
+    }
     errs
 }
 

@@ -11,12 +11,22 @@
 use serde_json::{Map, Value};
 
 use super::gofmt::{bad, deep_equal, go_json, Num};
-use super::{format, pattern, Additional};
+use super::{format, pattern, ratchet, Additional};
 use crate::registry::field::{BadValue, ErrorType, FieldError};
 
 /// Validate `data` at `path` (kube-openapi's name: `spec.items[0]`, `""` at the root) against
-/// schema `s`, appending field errors to `out`.
-pub(super) fn schema_errors(s: &Value, data: &Value, path: &str, out: &mut Vec<FieldError>) {
+/// schema `s`, appending field errors to `out`. `old` is the value `data` replaces in an update,
+/// where one corresponds: a value equal to its old one is not checked (upstream's ratcheting).
+pub(super) fn schema_errors(
+    s: &Value,
+    data: &Value,
+    old: Option<&Value>,
+    path: &str,
+    out: &mut Vec<FieldError>,
+) {
+    if old.is_some_and(|o| ratchet::unchanged(s, o, data)) {
+        return;
+    }
     let types = types(s);
     let fmt = s
         .get("format")
@@ -34,7 +44,7 @@ pub(super) fn schema_errors(s: &Value, data: &Value, path: &str, out: &mut Vec<F
     if !types.is_empty() || !fmt.is_empty() {
         type_check(&types, fmt, data, path, out);
     }
-    composition(s, data, path, out);
+    composition(s, data, old, path, out);
     match data {
         Value::String(text) => {
             string_checks(s, text, path, out);
@@ -43,12 +53,12 @@ pub(super) fn schema_errors(s: &Value, data: &Value, path: &str, out: &mut Vec<F
             }
         }
         Value::Number(n) => number_checks(s, Num::of(n), path, out),
-        Value::Array(a) => array_checks(s, a, path, out),
+        Value::Array(a) => array_checks(s, a, old, path, out),
         _ => {}
     }
     enum_check(s, data, path, out);
     if let Value::Object(m) = data {
-        object_checks(s, m, path, out);
+        object_checks(s, m, old, path, out);
     }
 }
 
@@ -172,9 +182,9 @@ fn sub_schemas<'a>(s: &'a Value, key: &str) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-fn errors_of(s: &Value, data: &Value, path: &str) -> Vec<FieldError> {
+fn errors_of(s: &Value, data: &Value, old: Option<&Value>, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    schema_errors(s, data, path, &mut errs);
+    schema_errors(s, data, old, path, &mut errs);
     errs
 }
 
@@ -190,14 +200,20 @@ fn best_failure(failures: Vec<Vec<FieldError>>) -> Vec<FieldError> {
     best.unwrap_or_default()
 }
 
-fn composition(s: &Value, data: &Value, path: &str, out: &mut Vec<FieldError>) {
+fn composition(
+    s: &Value,
+    data: &Value,
+    old: Option<&Value>,
+    path: &str,
+    out: &mut Vec<FieldError>,
+) {
     let quoted = format!("{path:?}");
     let any = sub_schemas(s, "anyOf");
     if !any.is_empty() {
         let mut failures = Vec::new();
         let mut ok = false;
         for alt in any {
-            let errs = errors_of(alt, data, path);
+            let errs = errors_of(alt, data, old, path);
             if errs.is_empty() {
                 ok = true;
                 break;
@@ -216,7 +232,7 @@ fn composition(s: &Value, data: &Value, path: &str, out: &mut Vec<FieldError>) {
         let mut failures = Vec::new();
         let mut valid = 0;
         for alt in one {
-            let errs = errors_of(alt, data, path);
+            let errs = errors_of(alt, data, old, path);
             if errs.is_empty() {
                 valid += 1;
             } else if valid == 0 {
@@ -241,7 +257,7 @@ fn composition(s: &Value, data: &Value, path: &str, out: &mut Vec<FieldError>) {
     if !all.is_empty() {
         let mut valid = 0;
         for alt in all {
-            let errs = errors_of(alt, data, path);
+            let errs = errors_of(alt, data, old, path);
             if errs.is_empty() {
                 valid += 1;
             }
@@ -255,7 +271,7 @@ fn composition(s: &Value, data: &Value, path: &str, out: &mut Vec<FieldError>) {
         }
     }
     if let Some(not) = s.get("not").filter(|v| v.is_object()) {
-        if errors_of(not, data, path).is_empty() {
+        if errors_of(not, data, old, path).is_empty() {
             out.push(unnamed(format!(
                 "{quoted} must not validate the schema (not)"
             )));
@@ -372,10 +388,17 @@ fn number_checks(s: &Value, n: Num, path: &str, out: &mut Vec<FieldError>) {
 }
 
 /// Items first, then minItems, maxItems, uniqueItems.
-fn array_checks(s: &Value, a: &[Value], path: &str, out: &mut Vec<FieldError>) {
+fn array_checks(
+    s: &Value,
+    a: &[Value],
+    old: Option<&Value>,
+    path: &str,
+    out: &mut Vec<FieldError>,
+) {
     if let Some(items) = super::items(s) {
         for (i, item) in a.iter().enumerate() {
-            schema_errors(items, item, &format!("{path}[{i}]"), out);
+            let before = old.and_then(|o| ratchet::old_item(s, o, item));
+            schema_errors(items, item, before, &format!("{path}[{i}]"), out);
         }
     }
     let size = a.len();
@@ -445,7 +468,14 @@ fn enum_check(s: &Value, data: &Value, path: &str, out: &mut Vec<FieldError>) {
 
 /// min/maxProperties (either failing ends the object's checks), additional properties,
 /// properties, required.
-fn object_checks(s: &Value, m: &Map<String, Value>, path: &str, out: &mut Vec<FieldError>) {
+fn object_checks(
+    s: &Value,
+    m: &Map<String, Value>,
+    old: Option<&Value>,
+    path: &str,
+    out: &mut Vec<FieldError>,
+) {
+    let before = |k: &str| old.and_then(|o| o.get(k));
     let count = m.len();
     if let Some(min) = int_kw(s, "minProperties") {
         if (count as i64) < min {
@@ -477,14 +507,14 @@ fn object_checks(s: &Value, m: &Map<String, Value>, path: &str, out: &mut Vec<Fi
         }
         Some(Additional::Schema(extra)) => {
             for (k, v) in m.iter().filter(|(k, _)| !known(k)) {
-                schema_errors(extra, v, &format!("{path}.{k}"), out);
+                schema_errors(extra, v, before(k), &format!("{path}.{k}"), out);
             }
         }
         _ => {}
     }
     for (name, sub) in props.into_iter().flatten() {
         if let Some(v) = m.get(name) {
-            schema_errors(sub, v, &super::child(path, name), out);
+            schema_errors(sub, v, before(name), &super::child(path, name), out);
         }
     }
     for req in sub_schemas(s, "required").iter().filter_map(Value::as_str) {

@@ -166,3 +166,117 @@ fn crontab_validation_example() {
     });
     assert_eq!(messages(&schema, &good), Vec::<String>::new());
 }
+
+/// Updates ratchet: errors in values left as they were are not reported, changed ones are.
+#[test]
+fn updates_ratchet_unchanged_values() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {
+            "a": {"type": "integer", "maximum": 10},
+            "b": {"type": "integer", "maximum": 10},
+            "ports": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "port": {"type": "integer", "maximum": 100}
+                }}
+            },
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}}
+        }}}
+    });
+    let old = json!({"spec": {
+        "a": 50, "b": 1,
+        "ports": [{"name": "x", "port": 500}, {"name": "y", "port": 1}],
+        "tags": ["long1"]
+    }});
+    let update = |new: Value| -> Vec<String> {
+        crate::registry::schema::validate_update(&schema, &new, &old)
+            .iter()
+            .map(|e| e.to_string())
+            .collect()
+    };
+    // Nothing changed: nothing reported, though a and ports[x] break the schema.
+    assert_eq!(update(old.clone()), Vec::<String>::new());
+    // b changed to a bad value; a and the reordered map-list item x stay ratcheted.
+    assert_eq!(
+        update(json!({"spec": {
+            "a": 50, "b": 11,
+            "ports": [{"name": "y", "port": 1}, {"name": "x", "port": 500}],
+            "tags": ["long1"]
+        }})),
+        ["spec.b: Invalid value: 11: spec.b in body should be less than or equal to 10"]
+    );
+    // A changed item of an atomic list is checked with the whole list.
+    assert_eq!(
+        update(json!({"spec": {"a": 50, "b": 1, "ports": [], "tags": ["long1", "ok"]}})),
+        ["spec.tags[0]: Too long: may not be more than 3 bytes"]
+    );
+    // Creates check everything.
+    assert_eq!(messages(&schema, &old).len(), 3);
+}
+
+/// Schemas as controller-gen and kube-rs write them: int-or-string as `anyOf`, and the
+/// `conditions` of metav1.Condition.
+#[test]
+fn generated_schemas() {
+    let condition = json!({
+        "type": "object",
+        "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+        "properties": {
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "message": {"type": "string", "maxLength": 32768},
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+            "reason": {"type": "string", "maxLength": 1024, "minLength": 1,
+                       "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"},
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "type": {"type": "string", "maxLength": 316,
+                     "pattern": "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"}
+        }
+    });
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "properties": {
+                "maxUnavailable": {"anyOf": [{"type": "integer"}, {"type": "string"}],
+                                   "x-kubernetes-int-or-string": true}
+            }},
+            "status": {"type": "object", "properties": {
+                "conditions": {"type": "array", "items": condition,
+                               "x-kubernetes-list-type": "map",
+                               "x-kubernetes-list-map-keys": ["type"]}
+            }}
+        }
+    });
+    let good = json!({
+        "spec": {"maxUnavailable": "25%"},
+        "status": {"conditions": [{
+            "type": "Ready", "status": "True", "reason": "AsExpected", "message": "",
+            "lastTransitionTime": "2024-05-01T10:00:00Z", "observedGeneration": 2
+        }]}
+    });
+    assert_eq!(messages(&schema, &good), Vec::<String>::new());
+    let bad = json!({
+        "spec": {"maxUnavailable": true},
+        "status": {"conditions": [
+            {"type": "Ready", "status": "Maybe", "reason": "As Expected", "message": "",
+             "lastTransitionTime": "yesterday"},
+            {"type": "Ready", "status": "True", "reason": "R", "message": "",
+             "lastTransitionTime": "2024-05-01T10:00:00Z"}
+        ]}
+    });
+    assert_eq!(
+        messages(&schema, &bad),
+        [
+            r#"spec.maxUnavailable: Invalid value: "boolean": spec.maxUnavailable in body must be of type integer,string: "boolean""#,
+            r#"<nil>: Invalid value: "": "spec.maxUnavailable" must validate at least one schema (anyOf)"#,
+            r#"spec.maxUnavailable: Invalid value: "boolean": spec.maxUnavailable in body must be of type integer: "boolean""#,
+            r#"status.conditions[0].lastTransitionTime: Invalid value: "yesterday": status.conditions[0].lastTransitionTime in body must be of type date-time: "yesterday""#,
+            r#"status.conditions[0].reason: Invalid value: "As Expected": status.conditions[0].reason in body should match '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$'"#,
+            r#"status.conditions[0].status: Unsupported value: "Maybe": supported values: "True", "False", "Unknown""#,
+            r#"status.conditions[1]: Duplicate value: map[string]interface {}{"type":"Ready"}"#,
+        ]
+    );
+}
