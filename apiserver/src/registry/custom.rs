@@ -25,7 +25,11 @@ impl CustomStrategy {
         let Some(schema) = self.0.schema() else {
             return Vec::new();
         };
-        let mut errs = schema::validate(schema, obj);
+        // Updates ratchet: what was already invalid and did not change is let through.
+        let mut errs = match old {
+            Some(old) => schema::validate_update(schema, obj, old),
+            None => schema::validate(schema, obj),
+        };
         errs.extend(cel::validate(schema, obj, old));
         errs
     }
