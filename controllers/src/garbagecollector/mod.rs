@@ -80,7 +80,8 @@ pub struct Collector {
     /// Owner references' kinds → served resources, from discovery.
     pub mapper: Mapper,
     pub queue: WorkQueue,
-    /// Owner uids confirmed absent through the API (upstream's absentOwnerCache).
+    /// Owners (group-kind, key and uid) confirmed absent through the API (upstream's
+    /// absentOwnerCache).
     pub absent: Mutex<HashSet<String>>,
 }
 

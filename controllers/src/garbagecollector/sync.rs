@@ -182,14 +182,6 @@ impl Collector {
         dependent: &ObjectMeta,
         r: &OwnerReference,
     ) -> Result<OwnerState, GcError> {
-        let absent = self
-            .absent
-            .lock()
-            .map(|a| a.contains(&r.uid))
-            .unwrap_or(false);
-        if absent {
-            return Ok(OwnerState::Dangling);
-        }
         let resolved = self
             .mapper
             .resolve(&r.api_version, &r.kind)
@@ -206,6 +198,19 @@ impl Collector {
         if res.namespaced && ns.is_none() {
             return Ok(OwnerState::Invalid);
         }
+        let gk = group_kind(group_of(&r.api_version), &r.kind);
+        let key = key_in(ns, &r.name, res.namespaced);
+        // The owner's coordinates, not only its uid, as upstream's absentOwnerCache: another
+        // reference with the same uid but another kind or name is checked on its own.
+        let absent_key = format!("{gk}|{key}|{}", r.uid);
+        let absent = self
+            .absent
+            .lock()
+            .map(|a| a.contains(&absent_key))
+            .unwrap_or(false);
+        if absent {
+            return Ok(OwnerState::Dangling);
+        }
         let state_of = |meta: &ObjectMeta| {
             if meta.uid.as_deref() != Some(r.uid.as_str()) {
                 OwnerState::Dangling
@@ -215,9 +220,8 @@ impl Collector {
                 OwnerState::Solid
             }
         };
-        let gk = group_kind(group_of(&r.api_version), &r.kind);
         if let Some(m) = self.monitor(&gk) {
-            if let Some(meta) = m.store.meta(&key_in(ns, &r.name, res.namespaced)) {
+            if let Some(meta) = m.store.meta(&key) {
                 if meta.uid.as_deref() == Some(r.uid.as_str()) {
                     return Ok(state_of(&meta));
                 }
@@ -249,7 +253,7 @@ impl Collector {
                 if a.len() > 10_000 {
                     a.clear();
                 }
-                a.insert(r.uid.clone());
+                a.insert(absent_key);
             }
         }
         Ok(state)
