@@ -347,14 +347,38 @@ struct GroupVersion {
     group_version: String,
 }
 
+/// What discovery found, and the group versions it could not read (upstream's
+/// `ErrGroupDiscoveryFailed`): callers may act on what was found, as upstream's garbage
+/// collector and namespace deleter do.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub resources: Vec<ApiResource>,
+    /// `group/version` → why its resource list could not be read.
+    pub failed: Vec<(String, ClientError)>,
+}
+
 /// Every served resource (subresources left out), in the preferred version of each group.
 pub async fn discover(client: &Client) -> Result<Vec<ApiResource>, ClientError> {
+    let found = discover_partial(client).await?;
+    match found.failed.into_iter().next() {
+        Some((_, e)) => Err(e),
+        None => Ok(found.resources),
+    }
+}
+
+/// [`discover`], tolerating groups whose resource list fails (a CRD's group being removed, an
+/// aggregated API that is down): only `/api/v1` and `/apis` must answer.
+pub async fn discover_partial(client: &Client) -> Result<Discovery, ClientError> {
     let mut lists: Vec<ResourceList> = vec![client.send(Request::get("/api/v1".into())).await?];
     let groups: GroupList = client.send(Request::get("/apis".into())).await?;
+    let mut failed = Vec::new();
     for g in groups.groups {
         if let Some(v) = g.preferred_version {
             let path = format!("/apis/{}", v.group_version);
-            lists.push(client.send(Request::get(path)).await?);
+            match client.send(Request::get(path)).await {
+                Ok(list) => lists.push(list),
+                Err(e) => failed.push((v.group_version, e)),
+            }
         }
     }
     let mut out = Vec::new();
@@ -377,5 +401,8 @@ pub async fn discover(client: &Client) -> Result<Vec<ApiResource>, ClientError> 
             });
         }
     }
-    Ok(out)
+    Ok(Discovery {
+        resources: out,
+        failed,
+    })
 }

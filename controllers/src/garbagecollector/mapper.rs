@@ -2,18 +2,20 @@
 //! its RESTMapper: the answer comes from discovery, cached; a kind the cache does not know
 //! triggers a fresh discovery, at most once per [`Mapper`]'s interval, so custom resources
 //! become known as soon as their CRD is served without a discovery storm from unknown kinds.
+//! A group whose list fails keeps what was known of it, as upstream's GC keeps the monitors of
+//! groups whose discovery failed.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use tinykube_client::dynamic::ApiResource;
+use tinykube_client::dynamic::{ApiResource, Discovery};
 use tinykube_client::ClientError;
 use tokio::time::Instant;
 
-/// Fetches the served resources (`client::dynamic::discover` outside tests).
+/// Fetches the served resources (`client::dynamic::discover_partial` outside tests).
 pub type Discover =
-    Arc<dyn Fn() -> BoxFuture<'static, Result<Vec<ApiResource>, ClientError>> + Send + Sync>;
+    Arc<dyn Fn() -> BoxFuture<'static, Result<Discovery, ClientError>> + Send + Sync>;
 
 /// The least time between two discoveries caused by an unknown kind.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(3);
@@ -48,6 +50,19 @@ pub fn lookup<'a>(
         return Some(first);
     }
     same_kind.find(|r| r.version == version).or(Some(first))
+}
+
+/// What discovery found, plus the resources of `previous` in the group versions it could not
+/// read this time.
+pub fn merge(previous: &[ApiResource], found: &Discovery) -> Vec<ApiResource> {
+    let mut out = found.resources.clone();
+    for r in previous {
+        let gv = r.api_version();
+        if found.failed.iter().any(|(failed, _)| *failed == gv) {
+            out.push(r.clone());
+        }
+    }
+    out
 }
 
 struct Cached {
@@ -99,10 +114,12 @@ impl Mapper {
         let answer = (self.discover)().await;
         let mut cached = self.cached();
         cached.asked = Some(Instant::now());
-        if let Ok(resources) = &answer {
-            cached.resources = resources.clone();
+        let found = answer?;
+        for (gv, e) in &found.failed {
+            tracing::warn!(group_version = %gv, error = %e, "garbage collector: discovery failed for a group; keeping what was known of it");
         }
-        answer
+        cached.resources = merge(&cached.resources, &found);
+        Ok(cached.resources.clone())
     }
 
     /// The resource of `apiVersion`/`kind`; `None` when discovery (refreshed if allowed)
@@ -225,9 +242,32 @@ mod tests {
             let calls = calls.clone();
             Box::pin(async move {
                 calls.fetch_add(1, Ordering::SeqCst);
-                Ok(served.lock().unwrap().clone())
+                Ok(Discovery {
+                    resources: served.lock().unwrap().clone(),
+                    failed: Vec::new(),
+                })
             })
         })
+    }
+
+    #[test]
+    fn a_group_that_fails_discovery_keeps_what_was_known() {
+        let mut before = builtins();
+        before.push(crontab("v1"));
+        let found = Discovery {
+            resources: builtins(),
+            failed: vec![(
+                "stable.example.com/v1".into(),
+                ClientError::Api(Default::default()),
+            )],
+        };
+        assert_eq!(merge(&before, &found), before);
+        // A group simply gone from discovery is forgotten.
+        let gone = Discovery {
+            resources: builtins(),
+            failed: Vec::new(),
+        };
+        assert_eq!(merge(&before, &gone), builtins());
     }
 
     #[tokio::test(start_paused = true)]

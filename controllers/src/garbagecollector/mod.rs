@@ -176,7 +176,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         let client = ctx.client.clone();
         let discover: mapper::Discover = Arc::new(move || {
             let client = client.clone();
-            Box::pin(async move { tinykube_client::dynamic::discover(&client).await })
+            Box::pin(async move { tinykube_client::dynamic::discover_partial(&client).await })
         });
         let c = Arc::new(Collector {
             ctx,
