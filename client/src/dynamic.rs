@@ -1,14 +1,20 @@
 //! `DynamicApi`: an untyped client for any served resource, named by group, version and plural
-//! (for the garbage collector and namespace deletion, which handle every kind alike), and
-//! discovery of the served resources.
+//! (for the garbage collector and namespace deletion, which handle every kind alike), its
+//! list+watch [`watcher`], and discovery of the served resources.
 
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::api::{ListParams, Patch};
 use crate::config::Client;
-use crate::error::ClientError;
-use crate::rest::{collection_path, found, Request};
+use crate::error::{ClientError, Status};
+use crate::rest::{answer, collection_path, found, Request};
+use crate::watch::{decode_stream, WatchEvent};
+use crate::watcher::Event;
 
 /// One served resource as discovery lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +82,54 @@ impl DynamicApi {
             .unwrap_or_default())
     }
 
+    /// The list's `items` and its resourceVersion (where a watch of the same collection starts).
+    pub async fn list_versioned(&self, lp: &ListParams) -> Result<ObjectList, ClientError> {
+        let request = Request::get(self.collection()).query(lp.query());
+        let mut list: Value = self.client.send(request).await?;
+        let resource_version = list
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let items = match list.get_mut("items").map(Value::take) {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        };
+        Ok(ObjectList {
+            items,
+            resource_version,
+        })
+    }
+
+    /// Watch from `resource_version`; the stream ends when the server closes it.
+    pub async fn watch(
+        &self,
+        lp: &ListParams,
+        resource_version: &str,
+    ) -> Result<
+        impl Stream<Item = Result<WatchEvent<Value>, ClientError>> + Send + use<>,
+        ClientError,
+    > {
+        let mut query = lp.query();
+        query.retain(|(k, _)| *k != "limit" && *k != "continue");
+        query.push(("watch", "true".into()));
+        query.push(("resourceVersion", resource_version.to_string()));
+        query.push(("allowWatchBookmarks", lp.bookmarks.to_string()));
+        query.push((
+            "timeoutSeconds",
+            lp.timeout_seconds.unwrap_or(290).to_string(),
+        ));
+        let request = Request::get(self.collection()).query(query);
+        let resp = self.client.response(request).await?;
+        if !resp.status().is_success() {
+            return Err(answer::<Value>(resp)
+                .await
+                .err()
+                .unwrap_or(ClientError::Api(Status::default())));
+        }
+        Ok(decode_stream(resp.bytes_stream()))
+    }
+
     /// Delete with optional DeleteOptions.
     pub async fn delete(&self, name: &str, options: Option<&Value>) -> Result<Value, ClientError> {
         self.client
@@ -105,6 +159,155 @@ impl DynamicApi {
             .send(Request::patch(self.item(name), patch))
             .await
     }
+}
+
+/// A list's objects and resourceVersion.
+#[derive(Debug, Clone, Default)]
+pub struct ObjectList {
+    pub items: Vec<Value>,
+    pub resource_version: String,
+}
+
+type ValueStream = Pin<Box<dyn Stream<Item = Result<WatchEvent<Value>, ClientError>> + Send>>;
+
+/// Where the untyped watcher stands: the typed watcher's states (`crate::watcher`).
+enum State {
+    Empty,
+    Idle {
+        resource_version: String,
+    },
+    Watching {
+        resource_version: String,
+        stream: ValueStream,
+    },
+}
+
+const BACKOFF_START: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+struct Machine {
+    api: DynamicApi,
+    lp: ListParams,
+    state: State,
+    backoff: Duration,
+}
+
+fn resource_version_of(o: &Value) -> Option<String> {
+    o.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+impl Machine {
+    async fn pause(&mut self) {
+        use rand::Rng;
+        let jitter = rand::rng().random_range(0.8..1.2);
+        tokio::time::sleep(self.backoff.mul_f64(jitter)).await;
+        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+    }
+
+    /// Advance until there is something to report: list, watch from the list's
+    /// resourceVersion, re-watch a closed stream from the last one seen, re-list on 410.
+    async fn step(&mut self) -> Result<Event<Value>, ClientError> {
+        loop {
+            match std::mem::replace(&mut self.state, State::Empty) {
+                State::Empty => match self.api.list_versioned(&self.lp).await {
+                    Ok(list) => {
+                        self.backoff = BACKOFF_START;
+                        self.state = State::Idle {
+                            resource_version: list.resource_version,
+                        };
+                        return Ok(Event::Restarted(list.items));
+                    }
+                    Err(e) => {
+                        self.pause().await;
+                        return Err(e);
+                    }
+                },
+                State::Idle { resource_version } => {
+                    match self.api.watch(&self.lp, &resource_version).await {
+                        Ok(stream) => {
+                            self.state = State::Watching {
+                                resource_version,
+                                stream: Box::pin(stream),
+                            }
+                        }
+                        Err(e) if e.is_gone() => self.state = State::Empty,
+                        Err(e) => {
+                            self.state = State::Idle { resource_version };
+                            self.pause().await;
+                            return Err(e);
+                        }
+                    }
+                }
+                State::Watching {
+                    mut resource_version,
+                    mut stream,
+                } => {
+                    let out = match stream.next().await {
+                        Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o))) => {
+                            resource_version = resource_version_of(&o).unwrap_or(resource_version);
+                            Event::Applied(o)
+                        }
+                        Some(Ok(WatchEvent::Deleted(o))) => {
+                            resource_version = resource_version_of(&o).unwrap_or(resource_version);
+                            Event::Deleted(o)
+                        }
+                        Some(Ok(WatchEvent::Bookmark(rv))) => {
+                            self.state = State::Watching {
+                                resource_version: rv,
+                                stream,
+                            };
+                            continue;
+                        }
+                        Some(Ok(WatchEvent::Error(status))) if status.code == 410 => {
+                            self.state = State::Empty;
+                            continue;
+                        }
+                        Some(Ok(WatchEvent::Error(status))) => {
+                            self.state = State::Idle { resource_version };
+                            self.pause().await;
+                            return Err(ClientError::Api(status));
+                        }
+                        Some(Err(e)) => {
+                            self.state = State::Idle { resource_version };
+                            self.pause().await;
+                            return Err(e);
+                        }
+                        None => {
+                            self.state = State::Idle { resource_version };
+                            continue;
+                        }
+                    };
+                    self.backoff = BACKOFF_START;
+                    self.state = State::Watching {
+                        resource_version,
+                        stream,
+                    };
+                    return Ok(out);
+                }
+            }
+        }
+    }
+}
+
+/// An endless stream of watcher events for `api` filtered by `lp`, as
+/// [`crate::watcher::watcher`] gives for typed kinds; errors are reported and retried with
+/// backoff.
+pub fn watcher(
+    api: DynamicApi,
+    lp: ListParams,
+) -> impl Stream<Item = Result<Event<Value>, ClientError>> + Send {
+    let machine = Machine {
+        api,
+        lp,
+        state: State::Empty,
+        backoff: BACKOFF_START,
+    };
+    futures::stream::unfold(machine, |mut m| async move {
+        let item = m.step().await;
+        Some((item, m))
+    })
 }
 
 #[derive(Deserialize)]
@@ -144,14 +347,38 @@ struct GroupVersion {
     group_version: String,
 }
 
+/// What discovery found, and the group versions it could not read (upstream's
+/// `ErrGroupDiscoveryFailed`): callers may act on what was found, as upstream's garbage
+/// collector and namespace deleter do.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub resources: Vec<ApiResource>,
+    /// `group/version` → why its resource list could not be read.
+    pub failed: Vec<(String, ClientError)>,
+}
+
 /// Every served resource (subresources left out), in the preferred version of each group.
 pub async fn discover(client: &Client) -> Result<Vec<ApiResource>, ClientError> {
+    let found = discover_partial(client).await?;
+    match found.failed.into_iter().next() {
+        Some((_, e)) => Err(e),
+        None => Ok(found.resources),
+    }
+}
+
+/// [`discover`], tolerating groups whose resource list fails (a CRD's group being removed, an
+/// aggregated API that is down): only `/api/v1` and `/apis` must answer.
+pub async fn discover_partial(client: &Client) -> Result<Discovery, ClientError> {
     let mut lists: Vec<ResourceList> = vec![client.send(Request::get("/api/v1".into())).await?];
     let groups: GroupList = client.send(Request::get("/apis".into())).await?;
+    let mut failed = Vec::new();
     for g in groups.groups {
         if let Some(v) = g.preferred_version {
             let path = format!("/apis/{}", v.group_version);
-            lists.push(client.send(Request::get(path)).await?);
+            match client.send(Request::get(path)).await {
+                Ok(list) => lists.push(list),
+                Err(e) => failed.push((v.group_version, e)),
+            }
         }
     }
     let mut out = Vec::new();
@@ -174,5 +401,8 @@ pub async fn discover(client: &Client) -> Result<Vec<ApiResource>, ClientError> 
             });
         }
     }
-    Ok(out)
+    Ok(Discovery {
+        resources: out,
+        failed,
+    })
 }

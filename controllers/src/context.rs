@@ -108,6 +108,9 @@ pub struct Options {
     /// How often the pod garbage collector looks (its quarantine of missing nodes is twice
     /// this).
     pub pod_gc_check_period: std::time::Duration,
+    /// How often the garbage collector compares its monitors with discovery (custom
+    /// resources appear and disappear with their CRDs); upstream's is a fixed 30s.
+    pub gc_resync_period: std::time::Duration,
 }
 
 impl Default for Options {
@@ -120,6 +123,7 @@ impl Default for Options {
             node_monitor_grace_period: std::time::Duration::from_secs(40),
             terminated_pod_gc_threshold: 12500,
             pod_gc_check_period: std::time::Duration::from_secs(20),
+            gc_resync_period: std::time::Duration::from_secs(30),
         }
     }
 }

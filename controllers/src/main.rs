@@ -56,6 +56,10 @@ struct Flags {
     /// 20s). Pods bound to a deleted node go after twice this.
     #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "20s")]
     pod_gc_check_period: Duration,
+    /// How often the garbage collector resyncs its monitors with discovery, so that the
+    /// resources of new CRDs are watched (tinykube's own flag; upstream's is fixed at 30s).
+    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "30s")]
+    gc_resync_period: Duration,
     /// Deployments synced at once.
     #[arg(long, default_value_t = 5)]
     concurrent_deployment_syncs: usize,
@@ -115,6 +119,7 @@ async fn main() {
             node_monitor_grace_period: flags.node_monitor_grace_period,
             terminated_pod_gc_threshold: flags.terminated_pod_gc_threshold,
             pod_gc_check_period: flags.pod_gc_check_period,
+            gc_resync_period: flags.gc_resync_period,
         },
     };
     let shutdown = tinykube_cli::shutdown_on_signal();

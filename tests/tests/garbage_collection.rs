@@ -241,3 +241,140 @@ fn a_dependent_whose_owner_never_existed_is_collected() {
         &["configmap", "dangling"]
     )));
 }
+
+/// Owners and dependents of kinds no controller caches (PriorityClasses, RuntimeClasses) are
+/// watched through discovery, as upstream's collector monitors every deletable resource.
+#[test]
+fn kinds_without_a_shared_informer_own_and_depend() {
+    let server = ApiServer::start().unwrap();
+    let _cm = ControllerManager::start(&server, &["--controllers=garbagecollector"]).unwrap();
+    let create = |text: &str| {
+        server
+            .kubectl_stdin(&["create", "-f", "-"], Some(text))
+            .ok()
+            .to_string()
+    };
+    let pc = |name: &str| {
+        format!("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: {name}\nvalue: 1000\n")
+    };
+    create(&pc("gold"));
+    create(&pc("silver"));
+    create("apiVersion: v1\nkind: Node\nmetadata:\n  name: worker9\n");
+    let (gold, silver, node) = (
+        uid(&server, &["priorityclass", "gold"]),
+        uid(&server, &["priorityclass", "silver"]),
+        uid(&server, &["node", "worker9"]),
+    );
+    let r = |kind: &str, api: &str, name: &str, uid: &str, block: bool| {
+        format!("  ownerReferences:\n  - apiVersion: {api}\n    kind: {kind}\n    name: {name}\n    uid: {uid}\n    blockOwnerDeletion: {block}\n")
+    };
+    let runtime_class = |name: &str, refs: &str, extra: &str| {
+        format!("apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: {name}\n{extra}{refs}handler: runc\n")
+    };
+    create(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: of-gold\n{}data:\n  k: v\n",
+        r(
+            "PriorityClass",
+            "scheduling.k8s.io/v1",
+            "gold",
+            &gold,
+            false
+        )
+    ));
+    create(&runtime_class(
+        "of-node",
+        &r("Node", "v1", "worker9", &node, false),
+        "",
+    ));
+    create(&runtime_class(
+        "of-silver",
+        &r(
+            "PriorityClass",
+            "scheduling.k8s.io/v1",
+            "silver",
+            &silver,
+            true,
+        ),
+        "  finalizers: [example.com/hold]\n",
+    ));
+
+    // An owner of a kind nothing else caches goes: its dependent follows.
+    server.kubectl(&["delete", "priorityclass", "gold"]).ok();
+    assert!(eventually(Duration::from_secs(10), || !exists(
+        &server,
+        &["configmap", "of-gold"]
+    )));
+    // A dependent of a kind nothing else caches goes after its owner.
+    server.kubectl(&["delete", "node", "worker9"]).ok();
+    assert!(eventually(Duration::from_secs(10), || !exists(
+        &server,
+        &["runtimeclass", "of-node"]
+    )));
+    // Foreground deletion of such an owner waits for its blocking dependent.
+    server
+        .kubectl(&[
+            "delete",
+            "priorityclass",
+            "silver",
+            "--cascade=foreground",
+            "--wait=false",
+        ])
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || {
+        let held = server.kubectl(&[
+            "get",
+            "runtimeclass",
+            "of-silver",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ]);
+        !held.stdout.is_empty()
+    }));
+    let owner = server.kubectl(&[
+        "get",
+        "priorityclass",
+        "silver",
+        "-o",
+        "jsonpath={.metadata.finalizers}",
+    ]);
+    assert_eq!(owner.ok(), "[\"foregroundDeletion\"]");
+    server
+        .kubectl(&[
+            "patch",
+            "runtimeclass",
+            "of-silver",
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+        ])
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || !exists(
+        &server,
+        &["priorityclass", "silver"]
+    )));
+}
+
+/// An owner of a kind the API does not serve is left alone, as upstream: its dependent
+/// stays, while a dependent of a served kind whose owner is gone is collected.
+#[test]
+fn an_owner_of_a_kind_not_served_keeps_its_dependent() {
+    let server = ApiServer::start().unwrap();
+    let _cm = ControllerManager::start(&server, &["--controllers=garbagecollector"]).unwrap();
+    let owned = |name: &str, api: &str, kind: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  ownerReferences:\n  - apiVersion: {api}\n    kind: {kind}\n    name: ghost\n    uid: 00000000-0000-0000-0000-000000000002\ndata:\n  k: v\n")
+    };
+    let unknown = owned("unknown-owner", "nope.example.com/v1", "Ghost");
+    let gone = owned("gone-owner", "scheduling.k8s.io/v1", "PriorityClass");
+    server
+        .kubectl_stdin(&["create", "-f", "-"], Some(&unknown))
+        .ok();
+    server
+        .kubectl_stdin(&["create", "-f", "-"], Some(&gone))
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || !exists(
+        &server,
+        &["configmap", "gone-owner"]
+    )));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(exists(&server, &["configmap", "unknown-owner"]));
+}

@@ -3,15 +3,19 @@
 //! finalizer) and the `orphan` finalizer (dependents lose the owner reference, then the
 //! finalizer).
 //!
-//! The owner→dependent graph is the informer caches' `owner` (uid) index over the watched
-//! kinds (workloads, pods, ConfigMaps, PodDisruptionBudgets, Leases, Nodes); owners of any
-//! served kind are checked through the API by uid.
-//! Handlers only enqueue `Kind|namespace/name` keys; [`sync`] processes one object.
+//! The owner→dependent graph is the monitors' `owner` (uid) indexes ([`monitors`]: the shared
+//! typed informers plus a dynamic metadata watch of every other deletable resource discovery
+//! lists, custom resources included, resynced from discovery every
+//! `Options::gc_resync_period`). An owner reference's kind is resolved through discovery
+//! ([`mapper`]); owners are checked in the monitors' caches, then through the API by uid.
+//! Handlers only enqueue `Kind.group|namespace/name` keys; [`sync`] processes one object.
 
+pub mod mapper;
+pub mod monitors;
 pub mod sync;
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
 
 use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -19,10 +23,13 @@ use k8s_openapi::Resource;
 use tinykube_client::dynamic::ApiResource;
 use tinykube_client::reflector::{Notification, Store};
 use tinykube_client::{Kind, Scope};
+use tokio::task::JoinSet;
 
 use crate::context::{forward, Context, Shared, BY_OWNER};
 use crate::util::run_workers;
 use crate::workqueue::WorkQueue;
+use mapper::{group_kind, group_of, Mapper};
+use monitors::Monitor;
 
 /// The finalizers the collector acts on.
 pub const FOREGROUND: &str = "foregroundDeletion";
@@ -55,29 +62,35 @@ where
     }
 }
 
-/// One watched kind: its served resource and its cache.
-pub struct Watched {
-    pub kind: &'static str,
-    pub resource: ApiResource,
-    pub store: Box<dyn MetaStore>,
+/// One change an informer or a dynamic monitor reports, by its metadata.
+pub enum Change<'a> {
+    Add(&'a ObjectMeta),
+    Update {
+        old: &'a ObjectMeta,
+        new: &'a ObjectMeta,
+    },
+    Delete(&'a ObjectMeta),
 }
 
 /// Shared state of the collector.
 pub struct Collector {
     pub ctx: Arc<Context>,
-    /// Every kind whose objects may be owners or dependents.
-    pub watched: Vec<Watched>,
+    /// Every monitored kind, by group-kind (`Pod`, `ReplicaSet.apps`, `CronTab.example.com`).
+    monitors: RwLock<BTreeMap<String, Arc<Monitor>>>,
+    /// Owner references' kinds → served resources, from discovery.
+    pub mapper: Mapper,
     pub queue: WorkQueue,
-    /// Owner uids confirmed absent through the API (upstream's absentOwnerCache).
+    /// Owners (group-kind, key and uid) confirmed absent through the API (upstream's
+    /// absentOwnerCache).
     pub absent: Mutex<HashSet<String>>,
 }
 
-/// `Kind|namespace/name` (or `Kind|name`).
-pub fn item(kind: &str, meta: &ObjectMeta) -> String {
+/// `Kind.group|namespace/name` (or `Kind.group|name`; the core group is left out).
+pub fn item(gk: &str, meta: &ObjectMeta) -> String {
     let name = meta.name.as_deref().unwrap_or_default();
     match meta.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() => format!("{kind}|{ns}/{name}"),
-        _ => format!("{kind}|{name}"),
+        Some(ns) if !ns.is_empty() => format!("{gk}|{ns}/{name}"),
+        _ => format!("{gk}|{name}"),
     }
 }
 
@@ -89,12 +102,27 @@ pub fn has_finalizer(meta: &ObjectMeta, f: &str) -> bool {
     meta.finalizers.iter().flatten().any(|x| x == f)
 }
 
+/// The served resource of a typed kind, from its `k8s-openapi` facts.
+fn typed_resource<K: Kind>() -> ApiResource
+where
+    <K as Resource>::Scope: Scope,
+{
+    ApiResource {
+        group: K::GROUP.to_string(),
+        version: K::VERSION.to_string(),
+        kind: K::KIND.to_string(),
+        plural: K::URL_PATH_SEGMENT.to_string(),
+        namespaced: <K::Scope as Scope>::NAMESPACED,
+        verbs: Vec::new(),
+    }
+}
+
 type Handler = Box<dyn FnOnce(Arc<Collector>) -> BoxFuture<'static, ()> + Send>;
 
-/// What `start` gathers from each watched kind before the collector exists.
+/// What `start` gathers from each shared typed informer before the collector exists.
 #[derive(Default)]
 struct Parts {
-    watched: Vec<Watched>,
+    monitors: BTreeMap<String, Arc<Monitor>>,
     ready: Vec<BoxFuture<'static, ()>>,
     handlers: Vec<Handler>,
     late: bool,
@@ -105,29 +133,26 @@ impl Parts {
     where
         <K as Resource>::Scope: Scope,
     {
-        let Some(resource) = sync::resource_of(K::API_VERSION, K::KIND) else {
-            return;
-        };
         let store = shared.store();
         let Some(rx) = shared.subscribe() else {
             self.late = true;
             return;
         };
+        let gk = group_kind(K::GROUP, K::KIND);
         let mut ready = store.clone();
         self.ready
             .push(Box::pin(async move { ready.wait_ready().await }));
-        self.watched.push(Watched {
-            kind: K::KIND,
-            resource,
-            store: Box::new(store),
-        });
+        let monitor = Monitor::typed(typed_resource::<K>(), Arc::new(store));
+        self.monitors.insert(gk.clone(), Arc::new(monitor));
         self.handlers.push(Box::new(move |c: Arc<Collector>| {
-            Box::pin(c.handle::<K>(K::KIND, rx))
+            Box::pin(c.handle::<K>(gk, rx))
         }));
     }
 }
 
-/// Subscribe to every watched kind and return the collector's run future.
+/// Subscribe to the shared informers and return the collector's run future: discover and
+/// start the dynamic monitors, wait for the first lists, then run the workers and resync the
+/// monitors with discovery every `gc_resync_period`.
 pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
     let mut parts = Parts::default();
     parts.watch(&ctx.pods);
@@ -139,16 +164,24 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
     parts.watch(&ctx.poddisruptionbudgets);
     parts.watch(&ctx.leases);
     parts.watch(&ctx.nodes);
+    parts.watch(&ctx.namespaces);
     let workers = ctx.options.concurrent_gc_syncs;
+    let period = ctx.options.gc_resync_period;
     let ctx = ctx.clone();
     Box::pin(async move {
         if parts.late {
             tracing::error!("garbage collector started after the informers");
             return;
         }
+        let client = ctx.client.clone();
+        let discover: mapper::Discover = Arc::new(move || {
+            let client = client.clone();
+            Box::pin(async move { tinykube_client::dynamic::discover_partial(&client).await })
+        });
         let c = Arc::new(Collector {
             ctx,
-            watched: parts.watched,
+            monitors: RwLock::new(parts.monitors),
+            mapper: Mapper::new(discover, mapper::REFRESH_INTERVAL),
             queue: WorkQueue::new(),
             absent: Mutex::new(HashSet::new()),
         });
@@ -157,14 +190,23 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         let run = {
             let c = c.clone();
             async move {
+                // Dropping this future drops `tasks`, which stops every dynamic monitor.
+                let mut tasks = JoinSet::new();
+                c.resync(&mut tasks, period).await;
                 futures::future::join_all(ready).await;
                 c.enqueue_all();
                 let s = c.clone();
-                run_workers("garbagecollector", c.queue.clone(), workers, move |key| {
+                let work = run_workers("garbagecollector", c.queue.clone(), workers, move |key| {
                     let s = s.clone();
                     async move { s.process(&key).await }
-                })
-                .await;
+                });
+                let resyncs = async {
+                    loop {
+                        tokio::time::sleep(period).await;
+                        c.resync(&mut tasks, period).await;
+                    }
+                };
+                tokio::join!(work, resyncs);
             }
         };
         tokio::join!(handlers, run);
@@ -172,24 +214,43 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
 }
 
 impl Collector {
-    pub fn watched(&self, kind: &str) -> Option<&Watched> {
-        self.watched.iter().find(|w| w.kind == kind)
+    /// A snapshot of the monitors.
+    pub fn monitors(&self) -> Vec<(String, Arc<Monitor>)> {
+        let monitors = match self.monitors.read() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        };
+        monitors
+            .iter()
+            .map(|(gk, m)| (gk.clone(), m.clone()))
+            .collect()
     }
 
-    pub fn store(&self, kind: &str) -> Option<&dyn MetaStore> {
-        self.watched(kind).map(|w| w.store.as_ref())
+    fn monitors_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<Monitor>>> {
+        match self.monitors.write() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// The monitor of a group-kind.
+    pub fn monitor(&self, gk: &str) -> Option<Arc<Monitor>> {
+        match self.monitors.read() {
+            Ok(m) => m.get(gk).cloned(),
+            Err(p) => p.into_inner().get(gk).cloned(),
+        }
     }
 
     /// Every object that needs a look: with owners, or held by a collector finalizer.
     fn enqueue_all(&self) {
-        for w in &self.watched {
-            for meta in w.store.all() {
-                self.consider(w.kind, &meta);
+        for (gk, m) in self.monitors() {
+            for meta in m.store.all() {
+                self.consider(&gk, &meta);
             }
         }
     }
 
-    fn consider(&self, kind: &str, meta: &ObjectMeta) {
+    fn consider(&self, gk: &str, meta: &ObjectMeta) {
         let held =
             is_deleting(meta) && (has_finalizer(meta, FOREGROUND) || has_finalizer(meta, ORPHAN));
         if held
@@ -198,36 +259,61 @@ impl Collector {
                 .as_ref()
                 .is_some_and(|o| !o.is_empty())
         {
-            self.queue.add(&item(kind, meta));
+            self.queue.add(&item(gk, meta));
         }
     }
 
-    /// Enqueue the (watched) owners of `meta`: a foreground deletion may be able to finish.
+    /// Enqueue the (monitored) owners of `meta`: a foreground deletion may be able to finish.
     fn enqueue_owners(&self, meta: &ObjectMeta) {
         for r in meta.owner_references.iter().flatten() {
-            if let Some(w) = self.watched(&r.kind) {
+            let gk = group_kind(group_of(&r.api_version), &r.kind);
+            if let Some(m) = self.monitor(&gk) {
                 let owner = ObjectMeta {
                     name: Some(r.name.clone()),
-                    namespace: meta.namespace.clone().filter(|_| w.resource.namespaced),
+                    namespace: meta.namespace.clone().filter(|_| m.resource.namespaced),
                     ..Default::default()
                 };
-                self.queue.add(&item(w.kind, &owner));
+                self.queue.add(&item(&gk, &owner));
             }
         }
     }
 
     /// Enqueue every dependent of the object with `uid`.
     fn enqueue_dependents(&self, uid: &str) {
-        for w in &self.watched {
-            for dep in w.store.dependents_of(uid) {
-                self.queue.add(&item(w.kind, &dep));
+        for (gk, m) in self.monitors() {
+            for dep in m.store.dependents_of(uid) {
+                self.queue.add(&item(&gk, &dep));
+            }
+        }
+    }
+
+    /// What a monitor of `gk` saw change: enqueue the keys it concerns.
+    pub fn on_change(&self, gk: &str, change: Change<'_>) {
+        match change {
+            Change::Add(meta) => self.consider(gk, meta),
+            Change::Update { old, new } => {
+                if old.owner_references != new.owner_references
+                    || old.deletion_timestamp != new.deletion_timestamp
+                    || old.finalizers != new.finalizers
+                {
+                    self.consider(gk, new);
+                }
+                if is_deleting(new) {
+                    self.enqueue_owners(new);
+                }
+            }
+            Change::Delete(meta) => {
+                if let Some(uid) = &meta.uid {
+                    self.enqueue_dependents(uid);
+                }
+                self.enqueue_owners(meta);
             }
         }
     }
 
     async fn handle<K: Kind>(
         self: Arc<Self>,
-        kind: &'static str,
+        gk: String,
         rx: tokio::sync::broadcast::Receiver<Notification<K>>,
     ) where
         <K as Resource>::Scope: Scope,
@@ -236,26 +322,15 @@ impl Collector {
         forward(
             rx,
             |n| match n {
-                Notification::Add(o) => self.consider(kind, o.metadata()),
-                Notification::Update { old, new } => {
-                    let (o, n) = (old.metadata(), new.metadata());
-                    if o.owner_references != n.owner_references
-                        || o.deletion_timestamp != n.deletion_timestamp
-                        || o.finalizers != n.finalizers
-                    {
-                        self.consider(kind, n);
-                    }
-                    if is_deleting(n) {
-                        self.enqueue_owners(n);
-                    }
-                }
-                Notification::Delete(o) => {
-                    let meta = o.metadata();
-                    if let Some(uid) = &meta.uid {
-                        self.enqueue_dependents(uid);
-                    }
-                    self.enqueue_owners(meta);
-                }
+                Notification::Add(o) => self.on_change(&gk, Change::Add(o.metadata())),
+                Notification::Update { old, new } => self.on_change(
+                    &gk,
+                    Change::Update {
+                        old: old.metadata(),
+                        new: new.metadata(),
+                    },
+                ),
+                Notification::Delete(o) => self.on_change(&gk, Change::Delete(o.metadata())),
             },
             move || resync.enqueue_all(),
         )

@@ -1,16 +1,32 @@
 //! Process one object: finish an owner's `orphan` or `foregroundDeletion` finalizer, or, for a
 //! dependent, classify its owners (solid, dangling, waiting for dependents' deletion) and
 //! delete it or drop the references to owners that are gone, as upstream's attemptToDelete.
+//! An owner of a kind discovery does not list leaves its dependent alone, retried with backoff
+//! (the kind may be a custom resource about to be served).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde_json::{json, Value};
-use tinykube_client::dynamic::{ApiResource, DynamicApi};
+use tinykube_client::dynamic::DynamicApi;
 use tinykube_client::{ClientError, Patch};
 
+use super::mapper::{group_kind, group_of};
 use super::{has_finalizer, is_deleting, Collector, FOREGROUND, ORPHAN};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GcError {
+    #[error("resolving owner kind {kind} of {api_version}: {source}")]
+    Discovery {
+        api_version: String,
+        kind: String,
+        #[source]
+        source: ClientError,
+    },
+    #[error("owner kind {kind} of {api_version} is not served; {item} is left alone")]
+    UnknownKind {
+        api_version: String,
+        kind: String,
+        item: String,
+    },
     #[error("looking up owner {kind} {name}: {source}")]
     Owner {
         kind: String,
@@ -41,22 +57,11 @@ enum OwnerState {
     Dangling,
     /// Being deleted in the foreground: its dependents go first.
     Waiting,
-    /// A kind the API does not serve: left alone.
+    /// A kind the API does not serve: the dependent is left alone.
     Unknown,
-}
-
-/// The served resource of `apiVersion`/`kind`.
-pub fn resource_of(api_version: &str, kind: &str) -> Option<ApiResource> {
-    let (group, _) = api_version.split_once('/').unwrap_or(("", api_version));
-    let info = tinykube_proto::registry::by_kind(group, kind)?;
-    Some(ApiResource {
-        group: info.group.to_string(),
-        version: info.version.to_string(),
-        kind: info.kind.to_string(),
-        plural: info.plural.to_string(),
-        namespaced: info.namespaced,
-        verbs: info.verbs.iter().map(|v| v.to_string()).collect(),
-    })
+    /// A namespaced owner of a cluster-scoped dependent: an invalid reference, left alone
+    /// for good.
+    Invalid,
 }
 
 fn key_in(namespace: Option<&str>, name: &str, namespaced: bool) -> String {
@@ -67,17 +72,17 @@ fn key_in(namespace: Option<&str>, name: &str, namespaced: bool) -> String {
 }
 
 impl Collector {
-    fn api(&self, kind: &str, namespace: Option<&str>) -> Option<DynamicApi> {
-        let res = self.watched(kind)?.resource.clone();
+    fn api(&self, gk: &str, namespace: Option<&str>) -> Option<DynamicApi> {
+        let res = self.monitor(gk)?.resource.clone();
         Some(DynamicApi::new(self.ctx.client.clone(), res, namespace))
     }
 
-    /// Process the object at `Kind|namespace/name`.
+    /// Process the object at `Kind.group|namespace/name`.
     pub async fn process(&self, item: &str) -> Result<(), GcError> {
         let Some((kind, key)) = item.split_once('|') else {
             return Ok(());
         };
-        let Some(meta) = self.store(kind).and_then(|s| s.meta(key)) else {
+        let Some(meta) = self.monitor(kind).and_then(|m| m.store.meta(key)) else {
             return Ok(());
         };
         if is_deleting(&meta) {
@@ -98,7 +103,16 @@ impl Collector {
         let mut waiting = false;
         for r in &refs {
             match self.owner_state(&meta, r).await? {
-                OwnerState::Solid | OwnerState::Unknown => solid.push(r.uid.clone()),
+                OwnerState::Solid => solid.push(r.uid.clone()),
+                // As upstream: nothing is decided while an owner cannot be classified.
+                OwnerState::Unknown => {
+                    return Err(GcError::UnknownKind {
+                        api_version: r.api_version.clone(),
+                        kind: r.kind.clone(),
+                        item: item.into(),
+                    })
+                }
+                OwnerState::Invalid => return Ok(()),
                 OwnerState::Dangling => gone.push(r.uid.clone()),
                 OwnerState::Waiting => {
                     waiting = true;
@@ -132,11 +146,10 @@ impl Collector {
                 }),
             };
         }
-        let has_dependents = meta.uid.as_deref().is_some_and(|uid| {
-            self.watched
-                .iter()
-                .any(|w| !w.store.dependents_of(uid).is_empty())
-        });
+        let has_dependents = meta
+            .uid
+            .as_deref()
+            .is_some_and(|uid| !self.dependents(uid).is_empty());
         let policy = if waiting && has_dependents {
             "Foreground"
         } else if has_finalizer(&meta, ORPHAN) {
@@ -169,18 +182,35 @@ impl Collector {
         dependent: &ObjectMeta,
         r: &OwnerReference,
     ) -> Result<OwnerState, GcError> {
+        let resolved = self
+            .mapper
+            .resolve(&r.api_version, &r.kind)
+            .await
+            .map_err(|source| GcError::Discovery {
+                api_version: r.api_version.clone(),
+                kind: r.kind.clone(),
+                source,
+            })?;
+        let Some(res) = resolved else {
+            return Ok(OwnerState::Unknown);
+        };
+        let ns = dependent.namespace.as_deref().filter(|ns| !ns.is_empty());
+        if res.namespaced && ns.is_none() {
+            return Ok(OwnerState::Invalid);
+        }
+        let gk = group_kind(group_of(&r.api_version), &r.kind);
+        let key = key_in(ns, &r.name, res.namespaced);
+        // The owner's coordinates, not only its uid, as upstream's absentOwnerCache: another
+        // reference with the same uid but another kind or name is checked on its own.
+        let absent_key = format!("{gk}|{key}|{}", r.uid);
         let absent = self
             .absent
             .lock()
-            .map(|a| a.contains(&r.uid))
+            .map(|a| a.contains(&absent_key))
             .unwrap_or(false);
         if absent {
             return Ok(OwnerState::Dangling);
         }
-        let Some(res) = resource_of(&r.api_version, &r.kind) else {
-            return Ok(OwnerState::Unknown);
-        };
-        let ns = dependent.namespace.as_deref();
         let state_of = |meta: &ObjectMeta| {
             if meta.uid.as_deref() != Some(r.uid.as_str()) {
                 OwnerState::Dangling
@@ -190,8 +220,8 @@ impl Collector {
                 OwnerState::Solid
             }
         };
-        if let Some(store) = self.store(&r.kind) {
-            if let Some(meta) = store.meta(&key_in(ns, &r.name, res.namespaced)) {
+        if let Some(m) = self.monitor(&gk) {
+            if let Some(meta) = m.store.meta(&key) {
                 if meta.uid.as_deref() == Some(r.uid.as_str()) {
                     return Ok(state_of(&meta));
                 }
@@ -223,21 +253,21 @@ impl Collector {
                 if a.len() > 10_000 {
                     a.clear();
                 }
-                a.insert(r.uid.clone());
+                a.insert(absent_key);
             }
         }
         Ok(state)
     }
 
-    /// Every cached dependent of `uid`, with its kind.
-    fn dependents(&self, uid: &str) -> Vec<(&'static str, ObjectMeta)> {
-        self.watched
-            .iter()
-            .flat_map(|w| {
-                w.store
+    /// Every cached dependent of `uid`, with its group-kind.
+    fn dependents(&self, uid: &str) -> Vec<(String, ObjectMeta)> {
+        self.monitors()
+            .into_iter()
+            .flat_map(|(gk, m)| {
+                m.store
                     .dependents_of(uid)
                     .into_iter()
-                    .map(move |m| (w.kind, m))
+                    .map(move |d| (gk.clone(), d))
             })
             .collect()
     }
@@ -246,7 +276,7 @@ impl Collector {
     async fn orphan_dependents(&self, kind: &str, owner: &ObjectMeta) -> Result<(), GcError> {
         let uid = owner.uid.clone().unwrap_or_default();
         for (dep_kind, dep) in self.dependents(&uid) {
-            let Some(api) = self.api(dep_kind, dep.namespace.as_deref()) else {
+            let Some(api) = self.api(&dep_kind, dep.namespace.as_deref()) else {
                 continue;
             };
             let name = dep.name.clone().unwrap_or_default();
@@ -256,7 +286,7 @@ impl Collector {
                 Err(e) if e.is_not_found() => {}
                 Err(source) => {
                     return Err(GcError::Patch {
-                        item: super::item(dep_kind, &dep),
+                        item: super::item(&dep_kind, &dep),
                         source,
                     })
                 }
@@ -282,7 +312,7 @@ impl Collector {
         for (dep_kind, dep) in dependents {
             if !is_deleting(&dep) {
                 // Its owner now reads as waiting: processing the dependent deletes it.
-                self.queue.add(&super::item(dep_kind, &dep));
+                self.queue.add(&super::item(&dep_kind, &dep));
             }
         }
         Ok(())

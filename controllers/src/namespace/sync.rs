@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Namespace, NamespaceCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{json, Value};
-use tinykube_client::dynamic::{discover, ApiResource, DynamicApi};
+use tinykube_client::dynamic::{discover_partial, ApiResource, DynamicApi};
 use tinykube_client::{Api, ClientError, ListParams};
 
 use super::{Controller, FINALIZER};
@@ -133,6 +133,20 @@ fn merge_conditions(
         .collect()
 }
 
+/// Upstream's message for group versions whose resources could not be listed.
+pub fn discovery_failure(failed: &[(String, ClientError)]) -> Option<String> {
+    if failed.is_empty() {
+        return None;
+    }
+    let mut groups: Vec<String> = failed.iter().map(|(gv, e)| format!("{gv}: {e}")).collect();
+    groups.sort();
+    Some(format!(
+        "Discovery failed for some groups, {} failing: unable to retrieve the complete list of server APIs: {}",
+        failed.len(),
+        groups.join(", ")
+    ))
+}
+
 fn has_verb(r: &ApiResource, verb: &str) -> bool {
     r.verbs.iter().any(|v| v == verb)
 }
@@ -159,12 +173,13 @@ impl Controller {
         if !finalizers.iter().any(|f| f == FINALIZER) {
             return Ok(());
         }
-        let (resources, discovery_error) = match discover(&self.ctx.client).await {
-            Ok(r) => (r, None),
-            Err(e) => (
-                Vec::new(),
-                Some(format!("Discovery failed for some groups, 1 failing: {e}")),
-            ),
+        // Discovery errors are not fatal: what was found is deleted, the rest is retried.
+        let (resources, discovery_error) = match discover_partial(&self.ctx.client).await {
+            Ok(found) => {
+                let error = discovery_failure(&found.failed);
+                (found.resources, error)
+            }
+            Err(e) => (Vec::new(), Some(e.to_string())),
         };
         let mut errors = Vec::new();
         let mut remaining = Remaining::default();
@@ -302,6 +317,21 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn partial_discovery_reads_as_upstream() {
+        assert_eq!(discovery_failure(&[]), None);
+        let gone = ClientError::Api(tinykube_client::Status {
+            code: 404,
+            message: "the server could not find the requested resource".into(),
+            ..Default::default()
+        });
+        let msg = discovery_failure(&[("stable.example.com/v1".into(), gone)]).unwrap();
+        assert!(
+            msg.starts_with("Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: stable.example.com/v1: "),
+            "{msg}"
+        );
     }
 
     #[test]
