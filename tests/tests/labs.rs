@@ -51,4 +51,5 @@ labs! {
     drain => "09-drain.md",
     node_failure => "10-node-failure.md",
     preemption => "11-preemption.md",
+    extending_the_api => "12-extending-the-api.md",
 }
