@@ -188,11 +188,12 @@ fn the_crontab_walk_through_works_with_kubectl() {
     server.patch_status(
         "crontab",
         "my-new-cron-object",
-        r#"{"status":{"replicas":3},"spec":{"image":"ignored"}}"#,
+        r#"{"status":{"replicas":3},"spec":{"image":"ignored"},"metadata":{"labels":{"ignored":"yes"}}}"#,
     );
     let obj = get_json(&server, &["get", "ct", "my-new-cron-object"]);
     assert_eq!(obj["status"]["replicas"], 3);
     assert_eq!(obj["spec"]["image"], "my-awesome-cron-image");
+    assert!(obj["metadata"].get("labels").is_none(), "{obj}");
     assert_eq!(obj["metadata"]["generation"], 2);
 
     // Deleting the definition deletes its objects, then the resource leaves discovery.

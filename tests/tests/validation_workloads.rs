@@ -192,7 +192,7 @@ fn field_managers_are_at_most_128_bytes() {
     ]);
     assert_eq!(
         out.fails(),
-        "error: failed to create deployment: CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: must have at most 128 bytes\n"
+        "error: failed to create deployment: CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes\n"
     );
     assert_eq!(http.count(DEPLOYMENTS), 0);
 
@@ -205,7 +205,7 @@ fn field_managers_are_at_most_128_bytes() {
     assert_eq!(code, 201, "{created}");
     let web = format!("{DEPLOYMENTS}/web");
     let too_long = |kind: &str| {
-        format!("{kind}.meta.k8s.io \"\" is invalid: fieldManager: Too long: must have at most 128 bytes")
+        format!("{kind}.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes")
     };
     refused(
         http.json("PUT", &format!("{web}?fieldManager={long}"), &created),

@@ -129,7 +129,7 @@ mod tests {
             (
                 format!("fieldManager={long}"),
                 Verb::Create,
-                vec!["fieldManager: Too long: must have at most 128 bytes".into()],
+                vec!["fieldManager: Too long: may not be more than 128 bytes".into()],
             ),
             (
                 "fieldManager=a%09b".into(),

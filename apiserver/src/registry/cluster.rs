@@ -185,7 +185,7 @@ impl ConfigMapStrategy {
             }
         }
         if size > CONFIG_MAP_MAX {
-            errs.push(FieldError::too_long("", "", CONFIG_MAP_MAX));
+            errs.push(FieldError::too_long("[]", "", CONFIG_MAP_MAX));
         }
         errs
     }

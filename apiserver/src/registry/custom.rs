@@ -50,6 +50,30 @@ impl Strategy for CustomStrategy {
         }
     }
 
+    /// A status update sets the status alone: the metadata stays the stored object's, but for
+    /// the request's resourceVersion precondition and managedFields.
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        let kept: Vec<(&str, Value)> = ["resourceVersion", "managedFields"]
+            .into_iter()
+            .filter_map(|k| Some((k, new.pointer(&format!("/metadata/{k}"))?.clone())))
+            .collect();
+        let mut meta = old
+            .get("metadata")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        if let Some(m) = meta.as_object_mut() {
+            for k in ["resourceVersion", "managedFields"] {
+                m.remove(k);
+            }
+            for (k, v) in kept {
+                m.insert(k.into(), v);
+            }
+        }
+        if let Some(obj) = new.as_object_mut() {
+            obj.insert("metadata".into(), meta);
+        }
+    }
+
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = validate_object_meta(obj, NameRule::Subdomain);
         errs.extend(self.validate_value(obj, None));

@@ -8,6 +8,8 @@ use serde_json::Value;
 pub enum ErrorType {
     Required,
     Invalid,
+    /// A value of the wrong type: printed as `Invalid value`, reported as its own reason.
+    TypeInvalid,
     NotSupported,
     Duplicate,
     Forbidden,
@@ -22,6 +24,7 @@ impl ErrorType {
         match self {
             ErrorType::Required => "FieldValueRequired",
             ErrorType::Invalid => "FieldValueInvalid",
+            ErrorType::TypeInvalid => "FieldValueTypeInvalid",
             ErrorType::NotSupported => "FieldValueNotSupported",
             ErrorType::Duplicate => "FieldValueDuplicate",
             ErrorType::Forbidden => "FieldValueForbidden",
@@ -125,7 +128,18 @@ impl FieldError {
             ErrorType::TooLong,
             field,
             Some(value.into()),
-            format!("must have at most {max} bytes"),
+            format!("may not be more than {max} bytes"),
+        )
+    }
+
+    /// `Too many: 4: must have at most 3 items`: `actual` is printed as the value.
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        let unit = if max == 1 { "item" } else { "items" };
+        Self::new(
+            ErrorType::TooMany,
+            field,
+            Some(actual.into()),
+            format!("must have at most {max} {unit}"),
         )
     }
 
@@ -144,7 +158,7 @@ impl FieldError {
     pub fn message(&self) -> String {
         let head = match self.kind {
             ErrorType::Required => "Required value",
-            ErrorType::Invalid => "Invalid value",
+            ErrorType::Invalid | ErrorType::TypeInvalid => "Invalid value",
             ErrorType::NotSupported => "Unsupported value",
             ErrorType::Duplicate => "Duplicate value",
             ErrorType::Forbidden => "Forbidden",
@@ -155,7 +169,7 @@ impl FieldError {
         let mut out = head.to_string();
         let shows_value = !matches!(
             self.kind,
-            ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong | ErrorType::TooMany
+            ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong
         );
         if shows_value {
             match &self.value {
@@ -249,7 +263,7 @@ mod tests {
         assert_eq!(dedup(vec![r.clone(), e, r]).len(), 2);
         assert_eq!(
             FieldError::too_long("metadata.annotations", "", 262144).to_string(),
-            "metadata.annotations: Too long: must have at most 262144 bytes"
+            "metadata.annotations: Too long: may not be more than 262144 bytes"
         );
     }
 }

@@ -277,7 +277,7 @@ mod tests {
                 "metadata.ownerReferences.uid: Invalid value: \"\": must not be empty",
             ]),
             (json!({"name": "x", "annotations": {"a b": "c"}}), vec!["metadata.annotations: Invalid value: \"a b\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"]),
-            (json!({"name": "x", "annotations": {"k": "v".repeat(ANNOTATIONS_MAX)}}), vec!["metadata.annotations: Too long: must have at most 262144 bytes"]),
+            (json!({"name": "x", "annotations": {"k": "v".repeat(ANNOTATIONS_MAX)}}), vec!["metadata.annotations: Too long: may not be more than 262144 bytes"]),
         ];
         for (meta, want) in cases {
             assert_eq!(

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::spec::dns1035_errors;
 use super::view::{flag, get, str_list, text};
-use crate::registry::field::{ErrorType, FieldError};
+use crate::registry::field::FieldError;
 use crate::registry::names::subdomain_errors;
 
 const COLUMN_TYPES: &str = "boolean,date,integer,number,string";
@@ -201,15 +201,11 @@ pub(super) fn selectable_fields(
     let fields = list.as_array().map(Vec::as_slice).unwrap_or(&[]);
     let mut errs = Vec::new();
     if fields.len() > MAX_SELECTABLE_FIELDS {
-        errs.push(FieldError {
-            kind: ErrorType::TooMany,
-            field: base.to_string(),
-            value: None,
-            detail: format!(
-                "{}: must have at most {MAX_SELECTABLE_FIELDS} items",
-                fields.len()
-            ),
-        });
+        errs.push(FieldError::too_many(
+            base,
+            fields.len(),
+            MAX_SELECTABLE_FIELDS,
+        ));
     }
     let mut seen: Vec<Vec<String>> = Vec::new();
     for (i, f) in fields.iter().enumerate() {

@@ -48,7 +48,7 @@ fn config_maps_as_upstream() {
         ),
         (
             json!({"data": {"k": "x".repeat(1024 * 1024 + 1)}}),
-            vec![": Too long: must have at most 1048576 bytes".to_string()],
+            vec!["[]: Too long: may not be more than 1048576 bytes".to_string()],
         ),
     ];
     for (body, want) in cases {

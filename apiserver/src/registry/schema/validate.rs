@@ -95,11 +95,14 @@ fn invalid(name: &str, value: BadValue, detail: String) -> FieldError {
 /// `<path> in body must be of type <t>: "<found>"` (upstream's TypeInvalid, printed as
 /// Invalid value).
 fn type_error(name: &str, typ: &str, found: &str) -> FieldError {
-    invalid(
-        name,
-        BadValue::Json(found.into()),
-        format!("{name} in body must be of type {typ}: {found:?}"),
-    )
+    FieldError {
+        kind: ErrorType::TypeInvalid,
+        ..invalid(
+            name,
+            BadValue::Json(found.into()),
+            format!("{name} in body must be of type {typ}: {found:?}"),
+        )
+    }
 }
 
 /// An error kube-openapi raises without a field (composition): field `<nil>`, value `""`.
@@ -107,16 +110,9 @@ fn unnamed(detail: String) -> FieldError {
     invalid("", BadValue::Json("".into()), detail)
 }
 
-/// `Too many: <actual>: must have at most <max> items`. Upstream prints a TooMany error's
-/// value; `FieldError::message` leaves TooMany values out, so the count leads the detail.
+/// `Too many: <actual>: must have at most <max> items`.
 fn too_many(name: &str, actual: usize, max: i64) -> FieldError {
-    let unit = if max == 1 { "item" } else { "items" };
-    FieldError {
-        kind: ErrorType::TooMany,
-        field: field_of(name),
-        value: None,
-        detail: format!("{actual}: must have at most {max} {unit}"),
-    }
+    FieldError::too_many(field_of(name), actual, usize::try_from(max).unwrap_or(0))
 }
 
 fn int_kw(s: &Value, key: &str) -> Option<i64> {

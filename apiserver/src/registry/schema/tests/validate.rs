@@ -117,13 +117,18 @@ fn types() {
 }
 
 #[test]
-fn type_errors_are_type_invalid_in_wording_only() {
+fn type_errors_are_type_invalid() {
     let errs = validate(
         &spec_with(json!({"type": "integer"})),
         &json!({"spec": {"field": "x"}}),
     );
     assert_eq!(errs.len(), 1);
-    assert_eq!(errs[0].kind, ErrorType::Invalid);
+    assert_eq!(errs[0].kind, ErrorType::TypeInvalid);
+    assert_eq!(errs[0].kind.reason(), "FieldValueTypeInvalid");
+    assert_eq!(
+        errs[0].to_string(),
+        "spec.field: Invalid value: \"string\": spec.field in body must be of type integer: \"string\""
+    );
 }
 
 #[test]
