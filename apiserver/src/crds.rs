@@ -99,10 +99,37 @@ async fn run(state: AppState) {
     }
 }
 
+/// Whether `info` is the CustomResourceDefinition resource.
+pub fn is_definition(info: &ResourceInfo) -> bool {
+    info.group == "apiextensions.k8s.io" && info.kind == "CustomResourceDefinition"
+}
+
+/// Whether a definition's resources are served: once its names are accepted (upstream serves
+/// from then on, and is established right after).
+fn served(crd: &Value) -> bool {
+    is_condition_true(crd, "Established") || is_condition_true(crd, "NamesAccepted")
+}
+
+/// Serve what the stored definitions say, after a write of one: a changed schema, version,
+/// printer column or short name of an established definition is served from the next request.
+/// Names a definition newly asks for wait for the controllers, as upstream's.
+pub async fn serve_stored(state: &AppState) {
+    let _turn = state.kinds.writer.lock().await;
+    match state.objects.list(crd_info(), None, None, None) {
+        Ok(page) => state
+            .kinds
+            .set_crds(page.items.into_iter().filter(served).collect()),
+        Err(e) => tracing::warn!(error = %e, "listing CustomResourceDefinitions"),
+    }
+}
+
 /// One pass over every definition; returns the revision listed at and whether a deletion is
 /// waiting for instances to go.
 async fn sync(state: &AppState) -> ApiResult<(u64, bool)> {
     let info = crd_info();
+    // One writer of the served kinds at a time: what is served never goes back to a stored
+    // status older than the one this pass is about to write.
+    let _turn = state.kinds.writer.lock().await;
     let page = state.objects.list(info, None, None, None)?;
     let mut crds = page.items;
     // Names and establishment first, in memory, and served before any status says so.
@@ -125,14 +152,9 @@ async fn sync(state: &AppState) -> ApiResult<(u64, bool)> {
             crd["status"] = status;
         }
     }
-    state.kinds.set_crds(
-        crds.iter()
-            .filter(|c| {
-                is_condition_true(c, "Established") || is_condition_true(c, "NamesAccepted")
-            })
-            .cloned()
-            .collect(),
-    );
+    state
+        .kinds
+        .set_crds(crds.iter().filter(|c| served(c)).cloned().collect());
     for (before, after) in snapshot.iter().zip(&crds) {
         if before.get("status") != after.get("status") {
             write_status(state, object::name(after), after.get("status")).await?;

@@ -102,12 +102,16 @@ impl Served {
 #[derive(Debug)]
 pub struct Kinds {
     current: RwLock<Arc<Served>>,
+    /// Held by whoever decides the next snapshot from the store (`crds`), so that two
+    /// deciders never interleave their read and their publication.
+    pub writer: tokio::sync::Mutex<()>,
 }
 
 impl Default for Kinds {
     fn default() -> Self {
         Kinds {
             current: RwLock::new(Arc::new(Served::build(Vec::new()))),
+            writer: tokio::sync::Mutex::new(()),
         }
     }
 }

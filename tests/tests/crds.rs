@@ -4,10 +4,8 @@
 //! validated by the schema, scaled and deleted with the definition; the resource appears in
 //! discovery and leaves it again.
 
-use std::time::Duration;
-
 use serde_json::Value;
-use tinykube_tests::{eventually, table_rows, ApiServer};
+use tinykube_tests::{table_rows, ApiServer};
 
 const CRONTAB_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -287,12 +285,12 @@ fn definitions_and_objects_survive_a_restart() {
         "  versions:\n    - name: v2\n      served: true\n      storage: false\n      schema:\n        openAPIV3Schema:\n          type: object\n          x-kubernetes-preserve-unknown-fields: true\n",
     );
     server.kubectl_stdin(&["apply", "-f", "-"], Some(&two)).ok();
-    assert!(eventually(Duration::from_secs(10), || {
-        server
-            .kubectl(&["get", "crontabs.v2.stable.example.com", "-o", "name"])
-            .stdout
-            .contains("crontab.stable.example.com/my-new-cron-object")
-    }));
+    // Served from the next request on, with no wait.
+    let listed = server.kubectl(&["get", "crontabs.v2.stable.example.com", "-o", "name"]);
+    assert_eq!(
+        listed.ok(),
+        "crontab.stable.example.com/my-new-cron-object\n"
+    );
     let v2 = get_json(
         &server,
         &[

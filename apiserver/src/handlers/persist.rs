@@ -321,7 +321,11 @@ pub(super) async fn change_stored(
             _ => Outcome::Unchanged(current),
         });
     }
-    ctx.state.objects.update(info, ns, name, change).await
+    let outcome = ctx.state.objects.update(info, ns, name, change).await?;
+    if crate::crds::is_definition(info) {
+        crate::crds::serve_stored(&ctx.state).await;
+    }
+    Ok(outcome)
 }
 
 /// The 200 answer of an update: the stored (or dry-run) object in its served form.
