@@ -3,7 +3,6 @@
 //! OpenAPI and every handler read one snapshot of it; the CRD controller (`crds`) replaces the
 //! snapshot whenever a definition changes, so a change is served from the next request on.
 
-use std::cmp::Ordering;
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
@@ -26,7 +25,7 @@ impl Served {
         custom.sort_by(|a, b| {
             a.group
                 .cmp(b.group)
-                .then_with(|| compare_versions(a.version, b.version))
+                .then_with(|| registry::custom::compare_versions(a.version, b.version))
                 .then_with(|| a.plural.cmp(b.plural))
         });
         // A built-in group is served by the built-in kinds alone.
@@ -135,46 +134,6 @@ impl Kinds {
     }
 }
 
-/// Upstream's order of Kubernetes-like versions (`v2` > `v1` > `v1beta2` > `v1beta1` >
-/// `v1alpha1`, then any other name alphabetically): `Less` means `a` comes first.
-pub fn compare_versions(a: &str, b: &str) -> Ordering {
-    // (major, stage: 2 GA / 1 beta / 0 alpha, minor)
-    fn parse(v: &str) -> Option<(u64, u8, u64)> {
-        let rest = v.strip_prefix('v')?;
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        if digits == 0 || rest.starts_with('0') {
-            return None;
-        }
-        let major: u64 = rest[..digits].parse().ok()?;
-        let tail = &rest[digits..];
-        if tail.is_empty() {
-            return Some((major, 2, 0));
-        }
-        let (stage, num) = if let Some(n) = tail.strip_prefix("beta") {
-            (1, n)
-        } else if let Some(n) = tail.strip_prefix("alpha") {
-            (0, n)
-        } else {
-            return None;
-        };
-        if num.is_empty() || num.starts_with('0') || !num.chars().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        Some((major, stage, num.parse().ok()?))
-    }
-    match (parse(a), parse(b)) {
-        (Some((ma, sa, na)), Some((mb, sb, nb))) => sb
-            .cmp(&sa)
-            .then_with(|| mb.cmp(&ma))
-            .then_with(|| nb.cmp(&na)),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => a.cmp(b),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,6 +141,7 @@ mod tests {
 
     #[test]
     fn versions_sort_as_upstream() {
+        use tinykube_proto::registry::custom::compare_versions;
         let mut v = vec![
             "foo1",
             "v1alpha1",

@@ -8,6 +8,7 @@
 //! (every change of any CRD) allocates nothing new, and the memory held is bounded by the
 //! distinct names ever served.
 
+use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -86,23 +87,36 @@ impl Custom {
         })
     }
 
-    /// The Warning a request of a deprecated version gets (upstream's default text when the
-    /// definition gives none).
+    /// The Warning a request of a deprecated version gets: the definition's own, or upstream's
+    /// default, which names the newest served version that is not deprecated and newer.
     pub fn deprecation_warning(&self, group: &str, kind: &str) -> Option<String> {
         if self.version.get("deprecated").and_then(Value::as_bool) != Some(true) {
             return None;
         }
-        match self
+        if let Some(w) = self
             .version
             .get("deprecationWarning")
             .and_then(Value::as_str)
         {
-            Some(w) => Some(w.to_string()),
-            None => Some(format!(
-                "{group}/{} {kind} is deprecated",
-                self.version_name()
-            )),
+            return Some(w.to_string());
         }
+        let this = self.version_name();
+        let mut text = format!("{group}/{this} {kind} is deprecated");
+        let newer = self
+            .crd
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+            .filter(|v| v.get("deprecated").and_then(Value::as_bool) != Some(true))
+            .filter_map(|v| v.get("name").and_then(Value::as_str))
+            .filter(|name| compare_versions(name, this) == Ordering::Less)
+            .min_by(|a, b| compare_versions(a, b));
+        if let Some(name) = newer {
+            text.push_str(&format!("; use {group}/{name} {kind}"));
+        }
+        Some(text)
     }
 
     /// The JSONPaths of the version's `selectableFields` (`.spec.color`).
@@ -252,6 +266,46 @@ fn intern_list(items: &[String]) -> &'static [&'static str] {
     leaked
 }
 
+/// Upstream's order of Kubernetes-like versions (`v2` > `v1` > `v1beta2` > `v1beta1` >
+/// `v1alpha1`, then any other name alphabetically): `Less` means `a` comes first.
+pub fn compare_versions(a: &str, b: &str) -> Ordering {
+    // (major, stage: 2 GA / 1 beta / 0 alpha, minor)
+    fn parse(v: &str) -> Option<(u64, u8, u64)> {
+        let rest = v.strip_prefix('v')?;
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 || rest.starts_with('0') {
+            return None;
+        }
+        let major: u64 = rest[..digits].parse().ok()?;
+        let tail = &rest[digits..];
+        if tail.is_empty() {
+            return Some((major, 2, 0));
+        }
+        let (stage, num) = if let Some(n) = tail.strip_prefix("beta") {
+            (1, n)
+        } else if let Some(n) = tail.strip_prefix("alpha") {
+            (0, n)
+        } else {
+            return None;
+        };
+        if num.is_empty() || num.starts_with('0') || !num.chars().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        Some((major, stage, num.parse().ok()?))
+    }
+    match (parse(a), parse(b)) {
+        (Some((ma, sa, na)), Some((mb, sb, nb))) => sb
+            .cmp(&sa)
+            .then_with(|| mb.cmp(&ma))
+            .then_with(|| nb.cmp(&na)),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,7 +357,7 @@ mod tests {
                 .unwrap()
                 .deprecation_warning("stable.example.com", "CronTab")
                 .as_deref(),
-            Some("stable.example.com/v1beta1 CronTab is deprecated")
+            Some("stable.example.com/v1beta1 CronTab is deprecated; use stable.example.com/v1 CronTab")
         );
     }
 
