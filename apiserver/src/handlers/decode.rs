@@ -208,6 +208,12 @@ pub(super) const OBJECT_TYPES: &str =
 /// is a 415 naming `supported`).
 pub(super) fn object_format(ctx: &Ctx, supported: &str) -> ApiResult<BodyFormat> {
     let format = body_format(&ctx.headers)?;
+    // Custom resources have no protobuf encoding, as upstream's.
+    if ctx.target.info.custom.is_some() && matches!(format, BodyFormat::Protobuf) {
+        return Err(ApiError::UnsupportedMediaType(
+            "application/json, application/yaml".into(),
+        ));
+    }
     if matches!(
         format,
         BodyFormat::Json | BodyFormat::Yaml | BodyFormat::Protobuf
