@@ -2,10 +2,7 @@
 //! (for the garbage collector and namespace deletion, which handle every kind alike), its
 //! list+watch [`watcher`], and discovery of the served resources.
 
-use std::pin::Pin;
-use std::time::Duration;
-
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -14,7 +11,7 @@ use crate::config::Client;
 use crate::error::{ClientError, Status};
 use crate::rest::{answer, collection_path, found, Request};
 use crate::watch::{decode_stream, WatchEvent};
-use crate::watcher::Event;
+use crate::watcher::{watch_source, Event, EventStream, ListWatch, Listed};
 
 /// One served resource as discovery lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,146 +165,46 @@ pub struct ObjectList {
     pub resource_version: String,
 }
 
-type ValueStream = Pin<Box<dyn Stream<Item = Result<WatchEvent<Value>, ClientError>> + Send>>;
+impl ListWatch for DynamicApi {
+    type Item = Value;
 
-/// Where the untyped watcher stands: the typed watcher's states (`crate::watcher`).
-enum State {
-    Empty,
-    Idle {
-        resource_version: String,
-    },
-    Watching {
-        resource_version: String,
-        stream: ValueStream,
-    },
-}
-
-const BACKOFF_START: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(5);
-
-struct Machine {
-    api: DynamicApi,
-    lp: ListParams,
-    state: State,
-    backoff: Duration,
-}
-
-fn resource_version_of(o: &Value) -> Option<String> {
-    o.pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
-
-impl Machine {
-    async fn pause(&mut self) {
-        use rand::Rng;
-        let jitter = rand::rng().random_range(0.8..1.2);
-        tokio::time::sleep(self.backoff.mul_f64(jitter)).await;
-        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+    fn describe(&self) -> String {
+        self.resource.kind.clone()
     }
 
-    /// Advance until there is something to report: list, watch from the list's
-    /// resourceVersion, re-watch a closed stream from the last one seen, re-list on 410.
-    async fn step(&mut self) -> Result<Event<Value>, ClientError> {
-        loop {
-            match std::mem::replace(&mut self.state, State::Empty) {
-                State::Empty => match self.api.list_versioned(&self.lp).await {
-                    Ok(list) => {
-                        self.backoff = BACKOFF_START;
-                        self.state = State::Idle {
-                            resource_version: list.resource_version,
-                        };
-                        return Ok(Event::Restarted(list.items));
-                    }
-                    Err(e) => {
-                        self.pause().await;
-                        return Err(e);
-                    }
-                },
-                State::Idle { resource_version } => {
-                    match self.api.watch(&self.lp, &resource_version).await {
-                        Ok(stream) => {
-                            self.state = State::Watching {
-                                resource_version,
-                                stream: Box::pin(stream),
-                            }
-                        }
-                        Err(e) if e.is_gone() => self.state = State::Empty,
-                        Err(e) => {
-                            self.state = State::Idle { resource_version };
-                            self.pause().await;
-                            return Err(e);
-                        }
-                    }
-                }
-                State::Watching {
-                    mut resource_version,
-                    mut stream,
-                } => {
-                    let out = match stream.next().await {
-                        Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o))) => {
-                            resource_version = resource_version_of(&o).unwrap_or(resource_version);
-                            Event::Applied(o)
-                        }
-                        Some(Ok(WatchEvent::Deleted(o))) => {
-                            resource_version = resource_version_of(&o).unwrap_or(resource_version);
-                            Event::Deleted(o)
-                        }
-                        Some(Ok(WatchEvent::Bookmark(rv))) => {
-                            self.state = State::Watching {
-                                resource_version: rv,
-                                stream,
-                            };
-                            continue;
-                        }
-                        Some(Ok(WatchEvent::Error(status))) if status.code == 410 => {
-                            self.state = State::Empty;
-                            continue;
-                        }
-                        Some(Ok(WatchEvent::Error(status))) => {
-                            self.state = State::Idle { resource_version };
-                            self.pause().await;
-                            return Err(ClientError::Api(status));
-                        }
-                        Some(Err(e)) => {
-                            self.state = State::Idle { resource_version };
-                            self.pause().await;
-                            return Err(e);
-                        }
-                        None => {
-                            self.state = State::Idle { resource_version };
-                            continue;
-                        }
-                    };
-                    self.backoff = BACKOFF_START;
-                    self.state = State::Watching {
-                        resource_version,
-                        stream,
-                    };
-                    return Ok(out);
-                }
-            }
-        }
+    async fn list(&self, lp: &ListParams) -> Result<Listed<Value>, ClientError> {
+        let list = self.list_versioned(lp).await?;
+        Ok(Listed {
+            items: list.items,
+            resource_version: list.resource_version,
+        })
+    }
+
+    async fn watch(
+        &self,
+        lp: &ListParams,
+        resource_version: &str,
+    ) -> Result<EventStream<Value>, ClientError> {
+        Ok(Box::pin(
+            DynamicApi::watch(self, lp, resource_version).await?,
+        ))
+    }
+
+    fn resource_version(item: &Value) -> Option<String> {
+        item.pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string)
     }
 }
 
 /// An endless stream of watcher events for `api` filtered by `lp`, as
-/// [`crate::watcher::watcher`] gives for typed kinds; errors are reported and retried with
-/// backoff.
+/// [`crate::watcher::watcher`] gives for typed kinds (the same state machine); errors are
+/// reported and retried with backoff.
 pub fn watcher(
     api: DynamicApi,
     lp: ListParams,
 ) -> impl Stream<Item = Result<Event<Value>, ClientError>> + Send {
-    let machine = Machine {
-        api,
-        lp,
-        state: State::Empty,
-        backoff: BACKOFF_START,
-    };
-    futures::stream::unfold(machine, |mut m| async move {
-        let item = m.step().await;
-        Some((item, m))
-    })
+    watch_source(api, lp)
 }
 
 #[derive(Deserialize)]

@@ -22,33 +22,87 @@ pub enum Event<K> {
     Deleted(K),
 }
 
-type EventStream<K> = Pin<Box<dyn Stream<Item = Result<WatchEvent<K>, ClientError>> + Send>>;
+/// A stream of watch events, as a source opens it.
+pub type EventStream<T> = Pin<Box<dyn Stream<Item = Result<WatchEvent<T>, ClientError>> + Send>>;
 
-enum State<K> {
+/// A list, as a source reads it: the items and the list's resourceVersion.
+pub struct Listed<T> {
+    pub items: Vec<T>,
+    pub resource_version: String,
+}
+
+/// What a watcher lists and watches: a typed [`Api`] or an untyped
+/// [`DynamicApi`](crate::dynamic::DynamicApi). The state machine is the same for both.
+pub trait ListWatch: Send + 'static {
+    type Item: Send + 'static;
+    /// What the logs call it.
+    fn describe(&self) -> String;
+    fn list(
+        &self,
+        lp: &ListParams,
+    ) -> impl std::future::Future<Output = Result<Listed<Self::Item>, ClientError>> + Send;
+    fn watch(
+        &self,
+        lp: &ListParams,
+        resource_version: &str,
+    ) -> impl std::future::Future<Output = Result<EventStream<Self::Item>, ClientError>> + Send;
+    /// An item's `metadata.resourceVersion`.
+    fn resource_version(item: &Self::Item) -> Option<String>;
+}
+
+impl<K: Kind> ListWatch for Api<K>
+where
+    <K as Resource>::Scope: Scope,
+{
+    type Item = K;
+
+    fn describe(&self) -> String {
+        K::KIND.to_string()
+    }
+
+    async fn list(&self, lp: &ListParams) -> Result<Listed<K>, ClientError> {
+        let list = Api::list(self, lp).await?;
+        Ok(Listed {
+            resource_version: list.metadata.resource_version.unwrap_or_default(),
+            items: list.items,
+        })
+    }
+
+    async fn watch(
+        &self,
+        lp: &ListParams,
+        resource_version: &str,
+    ) -> Result<EventStream<K>, ClientError> {
+        Ok(Box::pin(Api::watch(self, lp, resource_version).await?))
+    }
+
+    fn resource_version(item: &K) -> Option<String> {
+        item.metadata().resource_version.clone()
+    }
+}
+
+enum State<T> {
     /// Nothing known: list next.
     Empty,
     /// Listed or watched up to `resource_version`; no stream open.
     Idle { resource_version: String },
     Watching {
         resource_version: String,
-        stream: EventStream<K>,
+        stream: EventStream<T>,
     },
 }
 
-struct Machine<K> {
-    api: Api<K>,
+struct Machine<S: ListWatch> {
+    source: S,
     lp: ListParams,
-    state: State<K>,
+    state: State<S::Item>,
     backoff: Duration,
 }
 
 const BACKOFF_START: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
-impl<K: Kind> Machine<K>
-where
-    <K as Resource>::Scope: Scope,
-{
+impl<S: ListWatch> Machine<S> {
     async fn pause(&mut self) {
         use rand::Rng;
         let jitter = rand::rng().random_range(0.8..1.2);
@@ -56,15 +110,17 @@ where
         self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
     }
 
-    /// Advance until there is something to report.
-    async fn step(&mut self) -> Result<Event<K>, ClientError> {
+    /// Advance until there is something to report: list, watch from the list's
+    /// resourceVersion, re-watch a closed stream from the last one seen, re-list on 410.
+    async fn step(&mut self) -> Result<Event<S::Item>, ClientError> {
         loop {
             match std::mem::replace(&mut self.state, State::Empty) {
-                State::Empty => match self.api.list(&self.lp).await {
+                State::Empty => match self.source.list(&self.lp).await {
                     Ok(list) => {
                         self.backoff = BACKOFF_START;
-                        let resource_version = list.metadata.resource_version.unwrap_or_default();
-                        self.state = State::Idle { resource_version };
+                        self.state = State::Idle {
+                            resource_version: list.resource_version,
+                        };
                         return Ok(Event::Restarted(list.items));
                     }
                     Err(e) => {
@@ -73,11 +129,11 @@ where
                     }
                 },
                 State::Idle { resource_version } => {
-                    match self.api.watch(&self.lp, &resource_version).await {
+                    match self.source.watch(&self.lp, &resource_version).await {
                         Ok(stream) => {
                             self.state = State::Watching {
                                 resource_version,
-                                stream: Box::pin(stream),
+                                stream,
                             };
                         }
                         Err(e) if e.is_gone() => self.state = State::Empty,
@@ -92,23 +148,24 @@ where
                     mut resource_version,
                     mut stream,
                 } => {
-                    let next = stream.next().await;
-                    let rv_of = |o: &K| o.metadata().resource_version.clone().unwrap_or_default();
-                    let out = match next {
+                    let out = match stream.next().await {
                         Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o))) => {
-                            resource_version = rv_of(&o);
-                            Some(Ok(Event::Applied(o)))
+                            resource_version = S::resource_version(&o).unwrap_or(resource_version);
+                            Some(Event::Applied(o))
                         }
                         Some(Ok(WatchEvent::Deleted(o))) => {
-                            resource_version = rv_of(&o);
-                            Some(Ok(Event::Deleted(o)))
+                            resource_version = S::resource_version(&o).unwrap_or(resource_version);
+                            Some(Event::Deleted(o))
                         }
                         Some(Ok(WatchEvent::Bookmark(rv))) => {
                             resource_version = rv;
                             None
                         }
                         Some(Ok(WatchEvent::Error(status))) if status.code == 410 => {
-                            tracing::debug!(kind = K::KIND, "watch history expired: re-listing");
+                            tracing::debug!(
+                                watched = %self.source.describe(),
+                                "watch history expired: re-listing"
+                            );
                             self.state = State::Empty;
                             continue;
                         }
@@ -133,12 +190,30 @@ where
                         stream,
                     };
                     if let Some(out) = out {
-                        return out;
+                        return Ok(out);
                     }
                 }
             }
         }
     }
+}
+
+/// An endless stream of watcher events for `source` filtered by `lp`; errors are reported
+/// and retried with backoff.
+pub fn watch_source<S: ListWatch>(
+    source: S,
+    lp: ListParams,
+) -> impl Stream<Item = Result<Event<S::Item>, ClientError>> + Send {
+    let machine = Machine {
+        source,
+        lp,
+        state: State::Empty,
+        backoff: BACKOFF_START,
+    };
+    futures::stream::unfold(machine, |mut m| async move {
+        let item = m.step().await;
+        Some((item, m))
+    })
 }
 
 /// An endless stream of watcher events for `api` filtered by `lp`; errors are reported and
@@ -150,14 +225,5 @@ pub fn watcher<K: Kind>(
 where
     <K as Resource>::Scope: Scope,
 {
-    let machine = Machine {
-        api,
-        lp,
-        state: State::Empty,
-        backoff: BACKOFF_START,
-    };
-    futures::stream::unfold(machine, |mut m| async move {
-        let item = m.step().await;
-        Some((item, m))
-    })
+    watch_source(api, lp)
 }
