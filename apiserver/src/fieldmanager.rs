@@ -6,7 +6,7 @@
 
 use axum::http::{header, HeaderMap};
 use serde_json::Value;
-use tinykube_proto::managed::{self, Writer};
+use tinykube_proto::managed::{self, TypeInfo, Writer};
 use tinykube_proto::registry::ResourceInfo;
 
 use crate::object;
@@ -56,6 +56,16 @@ impl Manager {
     }
 }
 
+/// Where the field manager takes a kind's types from: the built-in name rules, or a custom
+/// resource's `openAPIV3Schema` (its list types, map types and keys).
+pub fn type_info(info: &ResourceInfo) -> TypeInfo<'_> {
+    static NO_SCHEMA: Value = Value::Null;
+    match &info.custom {
+        Some(custom) => TypeInfo::custom(custom.schema().unwrap_or(&NO_SCHEMA), info.has_status()),
+        None => TypeInfo::built_in(info.has_status()),
+    }
+}
+
 /// The managedFields entries of `obj` (none when absent or not a list).
 pub fn entries(obj: &Value) -> Vec<Value> {
     obj.pointer("/metadata/managedFields")
@@ -88,7 +98,7 @@ pub fn record_update(
         old,
         new,
         &manager.writer(subresource),
-        info.has_status(),
+        type_info(info),
     );
     managed::set_managed_fields(new, updated);
 }

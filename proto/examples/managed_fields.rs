@@ -6,9 +6,10 @@
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use tinykube_proto::managed::{self, FieldSet, Scope, Writer};
+use tinykube_proto::managed::{self, FieldSet, Scope, TypeInfo, Writer};
 
 const ROUNDS: u32 = 20_000;
+const POD: TypeInfo = TypeInfo::built_in(true);
 
 /// Microseconds per call of `f`.
 fn time(what: &str, mut f: impl FnMut()) {
@@ -53,7 +54,7 @@ fn main() {
         subresource: None,
         time: "2026-01-01T00:00:00Z",
     };
-    let created = managed::update(&[], None, &pod, &writer, true);
+    let created = managed::update(&[], None, &pod, &writer, POD);
     let mut labeled = pod.clone();
     labeled["metadata"]["labels"]["new"] = json!("z");
     let other = Writer {
@@ -66,18 +67,18 @@ fn main() {
         Value::from(created.clone()).to_string().len()
     );
     time("update entry: create", || {
-        managed::update(&[], None, &pod, &writer, true);
+        managed::update(&[], None, &pod, &writer, POD);
     });
     time("update entry: label change", || {
-        managed::update(&created, Some(&pod), &labeled, &other, true);
+        managed::update(&created, Some(&pod), &labeled, &other, POD);
     });
     time("update entry: no change", || {
-        managed::update(&created, Some(&pod), &pod, &other, true);
+        managed::update(&created, Some(&pod), &pod, &other, POD);
     });
-    let fields = managed::fields_of(&pod, Scope::Main, true);
+    let fields = managed::fields_of(&pod, Scope::Main, POD);
     let encoded = fields.to_fields_v1();
     time("fields_of", || {
-        managed::fields_of(&pod, Scope::Main, true);
+        managed::fields_of(&pod, Scope::Main, POD);
     });
     time("FieldsV1 encode", || {
         fields.to_fields_v1();

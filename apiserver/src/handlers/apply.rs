@@ -60,7 +60,7 @@ pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let (config, warnings) = decode_config(&ctx, body, &name)?;
     let sub = ctx.target.subresource.clone();
     let writer = manager.writer(sub.as_deref());
-    let has_status = info.has_status();
+    let types = fieldmanager::type_info(info);
     let mut run = |current: Value| -> ApiResult<Change> {
         let managed_fields = fieldmanager::entries(&current);
         let merged = managed::apply(
@@ -69,7 +69,7 @@ pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
             &managed_fields,
             &writer,
             force,
-            has_status,
+            types,
         )
         .map_err(|c| conflict_error(&c))?;
         update_rules(info, sub.as_deref(), &current, merged, Track::Kept)
@@ -104,7 +104,7 @@ async fn create(
         &[],
         &manager.writer(None),
         force,
-        info.has_status(),
+        fieldmanager::type_info(info),
     )
     .map_err(|c| conflict_error(&c))?;
     create_object(ctx, obj, warnings, Track::Kept).await

@@ -6,8 +6,10 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::ops::{compare, compare_sets, fields_of, merge, remove, same_in_scope, Scope};
+use super::ops::{compare, compare_sets, field_set, fields_of, merge, remove, same_in_scope};
+use super::ops::{Nodes, Scope};
 use super::set::{quote, FieldSet, ManagedError};
+use super::types::TypeInfo;
 
 /// Who writes: the manager, the request's apiVersion, the subresource and the time (RFC 3339).
 #[derive(Clone, Copy, Debug)]
@@ -139,23 +141,23 @@ pub fn update(
     old: Option<&Value>,
     new: &Value,
     writer: &Writer,
-    has_status: bool,
+    info: TypeInfo,
 ) -> Vec<Value> {
     let scope = Scope::of(writer.subresource);
     if old.is_none() && managed.is_empty() {
         // A plain create: the writer owns everything it wrote.
-        let fields = fields_of(new, scope, has_status);
+        let fields = field_set(new, scope, info, Nodes::All);
         if fields.is_empty() {
             return Vec::new();
         }
         return vec![Entry::new(writer, UPDATE, fields).to_value()];
     }
-    if old.is_some_and(|old| same_in_scope(old, new, scope, has_status)) {
+    if old.is_some_and(|old| same_in_scope(old, new, scope, info)) {
         // Nothing this write could own changed: the entries stay as they are.
         return parse_entries(managed).iter().map(Entry::to_value).collect();
     }
     let nothing = Value::Object(Map::new());
-    let (diff, present) = compare_sets(old.unwrap_or(&nothing), new, scope, has_status);
+    let (diff, present) = compare_sets(old.unwrap_or(&nothing), new, scope, info);
     let gained = diff.added.union(&diff.modified);
     let lost = diff.modified.union(&diff.removed);
 
@@ -264,15 +266,15 @@ pub fn apply(
     managed: &[Value],
     writer: &Writer,
     force: bool,
-    has_status: bool,
+    info: TypeInfo,
 ) -> Result<Value, Vec<Conflict>> {
     let scope = Scope::of(writer.subresource);
     let nothing = Value::Object(Map::new());
     let live = live.unwrap_or(&nothing);
-    let config = scoped(config, scope, has_status);
-    let applied = fields_of(&merge(&nothing, &config), scope, has_status);
-    let mut merged = merge(live, &config);
-    let changed = compare(live, &merged, scope, has_status).changed();
+    let config = scoped(config, scope, info.has_status);
+    let applied = fields_of(&merge(&nothing, &config, info), scope, info);
+    let mut merged = merge(live, &config, info);
+    let changed = compare(live, &merged, scope, info).changed();
 
     let mut entries = parse_entries(managed);
     let own = entries.iter().position(|e| e.is(writer, APPLY));
@@ -315,10 +317,10 @@ pub fn apply(
     if let Some(previous) = own.and_then(|i| entries.get(i)) {
         let keep = owned_by_others.union(&applied);
         let dropped = previous.fields.difference(&keep).sparing(&keep);
-        merged = remove(&merged, &dropped);
+        merged = remove(&merged, &dropped, info);
     }
 
-    let present = fields_of(&merged, scope, has_status);
+    let present = field_set(&merged, scope, info, Nodes::All);
     for (i, entry) in entries.iter_mut().enumerate() {
         if others(i, entry) {
             let fields = entry.fields.intersection(&present);

@@ -3,10 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use super::schema::{
-    child, child_mut, element_ids, element_matches, object_type, ListType, ObjectType,
-};
+use super::schema::{ListType, ObjectType};
 use super::set::{FieldSet, PathElement};
+use super::types::{child, child_mut, element_ids, element_matches, Field, Ty, TypeInfo};
 
 /// Which part of an object a write manages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,48 +47,86 @@ const SERVER_METADATA: &[&str] = &[
     "selfLink",
 ];
 
-/// The fields `obj` sets within `scope`, as upstream's field manager sees them.
-pub fn fields_of(obj: &Value, scope: Scope, has_status: bool) -> FieldSet {
+/// Which nodes of an object a field set holds. The built-in name rules make no difference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Nodes {
+    /// What a manager owns of what it sets (upstream's `ToFieldSet`): leaves, list elements and
+    /// map keys, not the declared fields that only lead to them.
+    Owned,
+    /// Every node down to the leaves: what a comparison finds added or removed, and so what an
+    /// Update-type write owns (`f:spec: {".": {}, …}`).
+    All,
+}
+
+/// The fields `obj` sets within `scope`, as upstream's field manager sees them: what an applied
+/// configuration owns.
+pub fn fields_of(obj: &Value, scope: Scope, info: TypeInfo) -> FieldSet {
+    field_set(obj, scope, info, Nodes::Owned)
+}
+
+/// The field set of `obj` within `scope`, holding `nodes`.
+pub(super) fn field_set(obj: &Value, scope: Scope, info: TypeInfo, nodes: Nodes) -> FieldSet {
     let mut set = FieldSet::default();
     let Value::Object(map) = obj else {
         return set;
     };
-    for (key, value) in map.iter().filter(|(k, _)| scope.covers(k, has_status)) {
+    let root = info.root();
+    for (key, value) in map.iter().filter(|(k, _)| scope.covers(k, info.has_status)) {
+        let field = root.field(key);
         let (member, below) = match value {
             Value::Object(meta) if key == "metadata" => (
                 false,
-                object_fields(meta, key, |f| !SERVER_METADATA.contains(&f)),
+                object_fields(meta, field.ty, nodes, |f| !SERVER_METADATA.contains(&f)),
             ),
-            _ => node_fields(value, "", key),
+            _ => node_fields(value, field, nodes),
         };
         set.insert(PathElement::Field(key.clone()), member, below);
     }
     set
 }
 
-/// The fields of the object `map` (the value of `field`) whose names pass `keep`.
-fn object_fields(map: &Map<String, Value>, field: &str, keep: impl Fn(&str) -> bool) -> FieldSet {
+/// The fields of the object `map` (of type `ty`) whose names pass `keep`.
+fn object_fields(
+    map: &Map<String, Value>,
+    ty: Ty,
+    nodes: Nodes,
+    keep: impl Fn(&str) -> bool,
+) -> FieldSet {
     let mut set = FieldSet::default();
     for (key, value) in map.iter().filter(|(k, _)| keep(k)) {
-        let (member, below) = node_fields(value, field, key);
+        let (member, below) = node_fields(value, ty.field(key), nodes);
         set.insert(PathElement::Field(key.clone()), member, below);
     }
     set
 }
 
-/// Whether `value` (the value of `field` under `parent`) is itself a member, and the fields
-/// below it.
-fn node_fields(value: &Value, parent: &str, field: &str) -> (bool, FieldSet) {
+/// Whether `value` (the child `field` of an object) is itself a member, and the fields below it.
+fn node_fields(value: &Value, field: Field, nodes: Nodes) -> (bool, FieldSet) {
+    let ty = field.ty;
     let leaf = (true, FieldSet::default());
+    // A node with fields below is a member by the built-in name rules when it is a map-like
+    // object; by a schema when it is a map key, or when every node counts.
+    let parent = |object_type| match ty.by_name() {
+        true => object_type == ObjectType::Map,
+        false => field.keyed || nodes == Nodes::All,
+    };
     match value {
         Value::Object(map) if map.is_empty() => leaf,
-        Value::Object(map) => match object_type(parent, field) {
+        Value::Object(map) => match ty.object() {
             ObjectType::Atomic => leaf,
-            kind => (kind == ObjectType::Map, object_fields(map, field, |_| true)),
+            kind => (parent(kind), object_fields(map, ty, nodes, |_| true)),
         },
-        Value::Array(items) if items.is_empty() => leaf,
+        Value::Array(items) if items.is_empty() => {
+            // A declared granular list with no elements sets nothing (upstream's ToFieldSet).
+            let granular = ty.list() != ListType::Atomic;
+            if !ty.by_name() && granular && !field.keyed && nodes == Nodes::Owned {
+                (false, FieldSet::default())
+            } else {
+                leaf
+            }
+        }
         Value::Array(items) => {
-            let Some((kind, ids)) = element_ids(parent, field, items) else {
+            let Some((kind, ids)) = element_ids(ty, items) else {
                 return leaf;
             };
             let atomic_elements = matches!(
@@ -100,15 +137,18 @@ fn node_fields(value: &Value, parent: &str, field: &str) -> (bool, FieldSet) {
                         ..
                     }
             );
+            let element = ty.element();
             let mut set = FieldSet::default();
             for (pe, item) in ids.into_iter().zip(items) {
                 let below = match item {
-                    Value::Object(map) if !atomic_elements => object_fields(map, field, |_| true),
+                    Value::Object(map) if !atomic_elements => {
+                        object_fields(map, element, nodes, |_| true)
+                    }
                     _ => FieldSet::default(),
                 };
                 set.insert(pe, true, below);
             }
-            (false, set)
+            (parent(ObjectType::Struct), set)
         }
         _ => leaf,
     }
@@ -133,23 +173,26 @@ impl Comparison {
 }
 
 /// The fields that differ between `old` and `new` within `scope`.
-pub fn compare(old: &Value, new: &Value, scope: Scope, has_status: bool) -> Comparison {
-    compare_sets(old, new, scope, has_status).0
+///
+/// Added and removed hold every node that appears or goes (upstream's `typed.Compare`), not only
+/// leaves: a new `spec` is added along with its fields.
+pub fn compare(old: &Value, new: &Value, scope: Scope, info: TypeInfo) -> Comparison {
+    compare_sets(old, new, scope, info).0
 }
 
-/// [`compare`], and the fields of `new` it had to work out.
+/// [`compare`], and every node of `new` ([`Nodes::All`]) it had to work out.
 pub(super) fn compare_sets(
     old: &Value,
     new: &Value,
     scope: Scope,
-    has_status: bool,
+    info: TypeInfo,
 ) -> (Comparison, FieldSet) {
-    let before = fields_of(old, scope, has_status);
-    let after = fields_of(new, scope, has_status);
+    let before = field_set(old, scope, info, Nodes::All);
+    let after = field_set(new, scope, info, Nodes::All);
     let both = before.intersection(&after);
     let comparison = Comparison {
         added: after.difference(&before),
-        modified: modified_leaves(&both, &before, &after, old, new, ""),
+        modified: modified_leaves(&both, &before, &after, old, new, info.root()),
         removed: before.difference(&after),
     };
     (comparison, after)
@@ -168,13 +211,13 @@ fn user_metadata(m: Option<&Value>) -> Vec<(&String, &Value)> {
 
 /// Whether `old` and `new` agree on everything `scope` covers (the server's metadata aside):
 /// then a write changed no field it could own.
-pub(super) fn same_in_scope(old: &Value, new: &Value, scope: Scope, has_status: bool) -> bool {
+pub(super) fn same_in_scope(old: &Value, new: &Value, scope: Scope, info: TypeInfo) -> bool {
     let (Value::Object(a), Value::Object(b)) = (old, new) else {
         return old == new;
     };
     a.keys()
         .chain(b.keys())
-        .filter(|k| scope.covers(k, has_status))
+        .filter(|k| scope.covers(k, info.has_status))
         .all(|k| {
             if k == "metadata" {
                 let (x, y) = (user_metadata(a.get(k)), user_metadata(b.get(k)));
@@ -195,12 +238,12 @@ fn modified_leaves(
     after: &FieldSet,
     old: &Value,
     new: &Value,
-    field: &str,
+    ty: Ty,
 ) -> FieldSet {
     let mut out = FieldSet::default();
     for pe in &both.members {
         let is_leaf = !before.children.contains_key(pe) && !after.children.contains_key(pe);
-        if is_leaf && child(old, field, pe) != child(new, field, pe) {
+        if is_leaf && child(old, ty, pe) != child(new, ty, pe) {
             out.members.insert(pe.clone());
         }
     }
@@ -208,10 +251,10 @@ fn modified_leaves(
         let (Some(b), Some(a)) = (before.children.get(pe), after.children.get(pe)) else {
             continue;
         };
-        let (Some(o), Some(n)) = (child(old, field, pe), child(new, field, pe)) else {
+        let (Some(o), Some(n)) = (child(old, ty, pe), child(new, ty, pe)) else {
             continue;
         };
-        let below = modified_leaves(common, b, a, o, n, pe.field_or(field));
+        let below = modified_leaves(common, b, a, o, n, ty.descend(pe));
         out.insert(pe.clone(), false, below);
     }
     out
@@ -226,13 +269,13 @@ fn modified_leaves(
 /// live order: a config element merges into the live element with its key in place, config
 /// elements new to the list are appended in config order, live elements missing from config are
 /// kept. Set lists are unions in the same order (live values, then new ones).
-pub fn merge(live: &Value, config: &Value) -> Value {
-    merge_value(Some(live), config, "", "")
+pub fn merge(live: &Value, config: &Value, info: TypeInfo) -> Value {
+    merge_value(Some(live), config, info.root())
 }
 
-fn merge_value(live: Option<&Value>, config: &Value, parent: &str, field: &str) -> Value {
+fn merge_value(live: Option<&Value>, config: &Value, ty: Ty) -> Value {
     match config {
-        Value::Object(_) if object_type(parent, field) == ObjectType::Atomic => config.clone(),
+        Value::Object(_) if ty.object() == ObjectType::Atomic => config.clone(),
         Value::Object(fields) => {
             let mut out = match live {
                 Some(Value::Object(map)) => map.clone(),
@@ -242,7 +285,7 @@ fn merge_value(live: Option<&Value>, config: &Value, parent: &str, field: &str) 
                 if value.is_null() {
                     out.shift_remove(key);
                 } else {
-                    let merged = merge_value(out.get(key), value, field, key);
+                    let merged = merge_value(out.get(key), value, ty.field(key).ty);
                     out.insert(key.clone(), merged);
                 }
             }
@@ -253,17 +296,16 @@ fn merge_value(live: Option<&Value>, config: &Value, parent: &str, field: &str) 
                 Some(Value::Array(l)) => l.as_slice(),
                 _ => &[],
             };
-            merge_list(live_items, items, parent, field)
+            merge_list(live_items, items, ty)
         }
         _ => config.clone(),
     }
 }
 
-fn merge_list(live: &[Value], config: &[Value], parent: &str, field: &str) -> Value {
-    let (Some((kind, config_ids)), Some((_, live_ids))) = (
-        element_ids(parent, field, config),
-        element_ids(parent, field, live),
-    ) else {
+fn merge_list(live: &[Value], config: &[Value], ty: Ty) -> Value {
+    let (Some((kind, config_ids)), Some((_, live_ids))) =
+        (element_ids(ty, config), element_ids(ty, live))
+    else {
         return Value::Array(config.to_vec());
     };
     let mut out = live.to_vec();
@@ -274,7 +316,7 @@ fn merge_list(live: &[Value], config: &[Value], parent: &str, field: &str) -> Va
                 ..
             } => {
                 let current = live_ids.iter().position(|l| l == id).map(|i| &live[i]);
-                merge_value(current, item, parent, field)
+                merge_value(current, item, ty.element())
             }
             _ => item.clone(),
         };
@@ -288,15 +330,15 @@ fn merge_list(live: &[Value], config: &[Value], parent: &str, field: &str) -> Va
 
 /// `obj` without the fields of `fields`: a leaf member is deleted, an element member removes the
 /// whole element, a set member removes that value. Parents stay in place, possibly empty.
-pub fn remove(obj: &Value, fields: &FieldSet) -> Value {
+pub fn remove(obj: &Value, fields: &FieldSet, info: TypeInfo) -> Value {
     let mut out = obj.clone();
-    remove_in(&mut out, "", fields, &[]);
+    remove_in(&mut out, info.root(), fields, &[]);
     out
 }
 
-/// Remove `set` from `value` (the value of `field`); `key_fields` are an element's key fields,
-/// which stay so that the element remains identifiable.
-fn remove_in(value: &mut Value, field: &str, set: &FieldSet, key_fields: &[(String, String)]) {
+/// Remove `set` from `value` (of type `ty`); `key_fields` are an element's key fields, which
+/// stay so that the element remains identifiable.
+fn remove_in(value: &mut Value, ty: Ty, set: &FieldSet, key_fields: &[(String, String)]) {
     for (pe, below) in &set.children {
         if set.members.contains(pe) {
             continue;
@@ -305,9 +347,8 @@ fn remove_in(value: &mut Value, field: &str, set: &FieldSet, key_fields: &[(Stri
             PathElement::Key(pairs) => pairs.as_slice(),
             _ => &[],
         };
-        let next = pe.field_or(field).to_string();
-        if let Some(target) = child_mut(value, field, pe) {
-            remove_in(target, &next, below, keys);
+        if let Some(target) = child_mut(value, ty, pe) {
+            remove_in(target, ty.descend(pe), below, keys);
         }
     }
     match value {
@@ -326,7 +367,7 @@ fn remove_in(value: &mut Value, field: &str, set: &FieldSet, key_fields: &[(Stri
                 let doomed = set
                     .members
                     .iter()
-                    .any(|pe| element_matches(field, pe, index, item));
+                    .any(|pe| element_matches(ty, pe, index, item));
                 index += 1;
                 !doomed
             });

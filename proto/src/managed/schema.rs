@@ -1,30 +1,28 @@
-//! The schema of the served kinds: list and object types, element keys and child lookups, as
-//! upstream's OpenAPI markers (`x-kubernetes-list-type`, `+structType=atomic`, …) say.
-
-use std::collections::BTreeSet;
+//! The built-in kinds' types by field name: list and object types and key defaults, as
+//! upstream's OpenAPI markers (`x-kubernetes-list-type`, `+structType=atomic`, …) say for the
+//! served types.
 
 use serde_json::Value;
 
-use super::set::{canonical, PathElement};
-
 /// How a list field is owned and merged (upstream's `x-kubernetes-list-type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ListType {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ListType<'a> {
     /// Replaced whole; a leaf.
     Atomic,
     /// Scalars merged as a set; each value is a member.
     Set,
     /// Objects identified by these key fields; `atomic_elements` when each element is a leaf.
     Map {
-        keys: &'static [&'static str],
+        keys: Vec<&'a str>,
         atomic_elements: bool,
     },
 }
 
-fn list_type(parent: &str, field: &str) -> ListType {
-    const fn by(keys: &'static [&'static str]) -> ListType {
+/// The list type of the built-in field `field` of an object that is the value of `parent`.
+pub(super) fn list_type(parent: &str, field: &str) -> ListType<'static> {
+    fn by(keys: &[&'static str]) -> ListType<'static> {
         ListType::Map {
-            keys,
+            keys: keys.to_vec(),
             atomic_elements: false,
         }
     }
@@ -47,7 +45,7 @@ fn list_type(parent: &str, field: &str) -> ListType {
         "topologySpreadConstraints" => by(&["topologyKey", "whenUnsatisfiable"]),
         // OwnerReference is `+structType=atomic`.
         "ownerReferences" => ListType::Map {
-            keys: &["uid"],
+            keys: vec!["uid"],
             atomic_elements: true,
         },
         "finalizers" if parent == "metadata" => ListType::Set,
@@ -56,15 +54,15 @@ fn list_type(parent: &str, field: &str) -> ListType {
     }
 }
 
-/// The value a key field takes when an element omits it.
-fn key_default(list_field: &str, key: &str) -> Option<Value> {
+/// The value a key field of a built-in list takes when an element omits it.
+pub(super) fn key_default(list_field: &str, key: &str) -> Option<Value> {
     match (list_field, key) {
         ("ports", "protocol") => Some(Value::from("TCP")),
         _ => None,
     }
 }
 
-/// How an object field is owned.
+/// How an object value is owned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ObjectType {
     /// Schema fields: the object is only a parent of its fields.
@@ -75,6 +73,7 @@ pub(super) enum ObjectType {
     Atomic,
 }
 
+/// The object type of the built-in field `field` of an object that is the value of `parent`.
 pub(super) fn object_type(parent: &str, field: &str) -> ObjectType {
     match field {
         "selector" | "labelSelector" | "namespaceSelector" => ObjectType::Atomic,
@@ -84,101 +83,5 @@ pub(super) fn object_type(parent: &str, field: &str) -> ObjectType {
         "labels" | "annotations" | "nodeSelector" | "matchLabels" | "limits" | "requests"
         | "capacity" | "allocatable" | "data" | "binaryData" | "overhead" => ObjectType::Map,
         _ => ObjectType::Struct,
-    }
-}
-
-/// The path elements of a granular list's elements, or `None` when the list is atomic (by
-/// schema, or because an element lacks a key, is of the wrong shape or is a duplicate).
-pub(super) fn element_ids(
-    parent: &str,
-    field: &str,
-    items: &[Value],
-) -> Option<(ListType, Vec<PathElement>)> {
-    let kind = list_type(parent, field);
-    let ids: Vec<PathElement> = match kind {
-        ListType::Atomic => return None,
-        ListType::Set => items
-            .iter()
-            .map(|item| {
-                (!item.is_object() && !item.is_array()).then(|| PathElement::Value(canonical(item)))
-            })
-            .collect::<Option<_>>()?,
-        ListType::Map { keys, .. } => items
-            .iter()
-            .map(|item| element_key(field, keys, item))
-            .collect::<Option<_>>()?,
-    };
-    let distinct: BTreeSet<&PathElement> = ids.iter().collect();
-    (distinct.len() == ids.len()).then_some((kind, ids))
-}
-
-fn element_key(list_field: &str, keys: &[&str], item: &Value) -> Option<PathElement> {
-    let fields = item.as_object()?;
-    let mut pairs = Vec::with_capacity(keys.len());
-    for &key in keys {
-        let value = match fields.get(key) {
-            Some(v) if !v.is_null() => v.clone(),
-            _ => key_default(list_field, key)?,
-        };
-        pairs.push((key.to_string(), canonical(&value)));
-    }
-    pairs.sort();
-    Some(PathElement::Key(pairs))
-}
-
-/// Whether `item` is the element `pairs` names in the list `list_field`.
-fn key_matches(list_field: &str, pairs: &[(String, String)], item: &Value) -> bool {
-    let Some(fields) = item.as_object() else {
-        return false;
-    };
-    pairs.iter().all(|(key, json)| {
-        let value = match fields.get(key) {
-            Some(v) if !v.is_null() => Some(v.clone()),
-            _ => key_default(list_field, key),
-        };
-        value.is_some_and(|v| canonical(&v) == *json)
-    })
-}
-
-pub(super) fn element_matches(
-    list_field: &str,
-    pe: &PathElement,
-    index: usize,
-    item: &Value,
-) -> bool {
-    match pe {
-        PathElement::Field(_) => false,
-        PathElement::Key(pairs) => key_matches(list_field, pairs, item),
-        PathElement::Value(json) => canonical(item) == *json,
-        PathElement::Index(i) => *i == index,
-    }
-}
-
-/// The value at `pe` below `value` (the value of the field `field`).
-pub(super) fn child<'v>(value: &'v Value, field: &str, pe: &PathElement) -> Option<&'v Value> {
-    match (value, pe) {
-        (Value::Object(map), PathElement::Field(name)) => map.get(name),
-        (Value::Array(items), _) => items
-            .iter()
-            .enumerate()
-            .find(|(i, item)| element_matches(field, pe, *i, item))
-            .map(|(_, item)| item),
-        _ => None,
-    }
-}
-
-pub(super) fn child_mut<'v>(
-    value: &'v mut Value,
-    field: &str,
-    pe: &PathElement,
-) -> Option<&'v mut Value> {
-    match (value, pe) {
-        (Value::Object(map), PathElement::Field(name)) => map.get_mut(name),
-        (Value::Array(items), _) => items
-            .iter_mut()
-            .enumerate()
-            .find(|(i, item)| element_matches(field, pe, *i, item))
-            .map(|(_, item)| item),
-        _ => None,
     }
 }

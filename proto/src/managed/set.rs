@@ -59,14 +59,6 @@ impl PathElement {
             Self::Index(i) => format!("i:{i}"),
         }
     }
-
-    /// The field name to use as context below this element: list elements keep their list's.
-    pub(super) fn field_or<'a>(&'a self, list_field: &'a str) -> &'a str {
-        match self {
-            Self::Field(name) => name,
-            _ => list_field,
-        }
-    }
 }
 
 impl fmt::Display for PathElement {

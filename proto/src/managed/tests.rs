@@ -11,6 +11,9 @@ const KUBECTL: Writer = Writer {
     time: "2026-11-23T16:00:00Z",
 };
 
+/// Pods and Deployments: built-in, with a status subresource.
+const POD: TypeInfo = TypeInfo::built_in(true);
+
 fn writer(manager: &'static str, time: &'static str) -> Writer<'static> {
     Writer {
         manager,
@@ -54,7 +57,7 @@ fn fields_v1_round_trip() {
     let v1 = json!({"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:replicas":{},"f:selector":{},"f:template":{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:name":{}}}}}}});
     let set = FieldSet::from_fields_v1(&v1).unwrap();
     assert_eq!(set.to_fields_v1(), v1);
-    assert_eq!(set, fields_of(&deployment(3, "nginx:1"), Scope::Main, true));
+    assert_eq!(set, fields_of(&deployment(3, "nginx:1"), Scope::Main, POD));
     assert_eq!(
         set.paths(),
         [
@@ -122,7 +125,7 @@ fn pod() -> Value {
 
 #[test]
 fn fields_of_a_pod() {
-    let main = fields_of(&pod(), Scope::Main, true).paths();
+    let main = fields_of(&pod(), Scope::Main, POD).paths();
     assert_eq!(
         main,
         [
@@ -138,7 +141,7 @@ fn fields_of_a_pod() {
             ".spec.tolerations",
         ]
     );
-    let status = fields_of(&pod(), Scope::Status, true).paths();
+    let status = fields_of(&pod(), Scope::Status, POD).paths();
     assert_eq!(
         status,
         [
@@ -149,7 +152,7 @@ fn fields_of_a_pod() {
         ]
     );
     // Without a status subresource, status belongs to the main resource.
-    assert!(fields_of(&pod(), Scope::Main, false)
+    assert!(fields_of(&pod(), Scope::Main, TypeInfo::built_in(false))
         .paths()
         .contains(&".status.phase".to_string()));
 }
@@ -158,7 +161,7 @@ fn fields_of_a_pod() {
 fn keyless_elements_make_the_list_atomic() {
     let obj = json!({"spec": {"containers": [{"image": "a"}, {"image": "b"}], "volumes": [{"name": "v"}, {"name": "v"}]}});
     assert_eq!(
-        fields_of(&obj, Scope::Main, true).paths(),
+        fields_of(&obj, Scope::Main, POD).paths(),
         [".spec.containers", ".spec.volumes"]
     );
 }
@@ -169,14 +172,14 @@ fn compare_reports_added_modified_removed() {
     let mut new = deployment(5, "nginx:1");
     new["metadata"]["labels"] = json!({"tier": "front"});
     new["spec"]["paused"] = json!(true);
-    let diff = compare(&old, &new, Scope::Main, true);
+    let diff = compare(&old, &new, Scope::Main, POD);
     assert_eq!(
         diff.added.paths(),
         [".metadata.labels.tier", ".spec.paused"]
     );
     assert_eq!(diff.modified.paths(), [".spec.replicas"]);
     assert_eq!(diff.removed.paths(), [".metadata.labels.app"]);
-    assert!(compare(&old, &old, Scope::Main, true).changed().is_empty());
+    assert!(compare(&old, &old, Scope::Main, POD).changed().is_empty());
 }
 
 #[test]
@@ -199,7 +202,7 @@ fn merge_by_kind_of_list() {
         ],
         "tolerations": [{"key": "k3"}]
     }, "metadata": {"finalizers": ["f1", "f2"]}});
-    assert_eq!(merge(&live, &config), want);
+    assert_eq!(merge(&live, &config, POD), want);
 }
 
 #[test]
@@ -213,7 +216,7 @@ fn remove_elements_and_leaves() {
         }
     }))
     .unwrap();
-    let out = remove(&obj, &fields);
+    let out = remove(&obj, &fields, POD);
     assert_eq!(out["metadata"]["finalizers"], json!([]));
     assert_eq!(
         out["spec"]["containers"][0]["ports"],
@@ -224,13 +227,13 @@ fn remove_elements_and_leaves() {
         &json!({"f:spec": {"f:containers": {"k:{\"name\":\"app\"}": {}}}}),
     )
     .unwrap();
-    assert_eq!(remove(&obj, &whole)["spec"]["containers"], json!([]));
+    assert_eq!(remove(&obj, &whole, POD)["spec"]["containers"], json!([]));
 }
 
 #[test]
 fn update_tracks_owners() {
     let created = deployment(3, "nginx:1");
-    let managed = update(&[], None, &created, &writer("kubectl-create", "t1"), true);
+    let managed = update(&[], None, &created, &writer("kubectl-create", "t1"), POD);
     assert_eq!(managed.len(), 1);
     assert_eq!(managed[0]["manager"], "kubectl-create");
     assert_eq!(managed[0]["operation"], "Update");
@@ -240,7 +243,7 @@ fn update_tracks_owners() {
     assert!(managed[0].get("subresource").is_none());
     assert_eq!(
         FieldSet::from_fields_v1(&managed[0]["fieldsV1"]).unwrap(),
-        fields_of(&created, Scope::Main, true)
+        fields_of(&created, Scope::Main, POD)
     );
 
     // Another manager scales: it takes .spec.replicas.
@@ -250,7 +253,7 @@ fn update_tracks_owners() {
         Some(&created),
         &scaled,
         &writer("scaler", "t2"),
-        true,
+        POD,
     );
     assert_eq!(managed.len(), 2);
     assert!(!entry_fields(&managed[0]).contains(&".spec.replicas".to_string()));
@@ -263,7 +266,7 @@ fn update_tracks_owners() {
         Some(&scaled),
         &scaled,
         &writer("kubectl-create", "t3"),
-        true,
+        POD,
     );
     assert_eq!(again, managed);
 
@@ -275,7 +278,7 @@ fn update_tracks_owners() {
         subresource: Some("status"),
         ..writer("", "t4")
     };
-    let after = update(&managed, Some(&scaled), &with_status, &status_writer, true);
+    let after = update(&managed, Some(&scaled), &with_status, &status_writer, POD);
     assert_eq!(&after[..2], &managed[..]);
     assert_eq!(after[2]["subresource"], "status");
     assert_eq!(entry_fields(&after[2]), [".status.replicas"]);
@@ -285,7 +288,7 @@ fn update_tracks_owners() {
 fn update_with_unreadable_list_starts_over() {
     let created = deployment(3, "nginx:1");
     let broken = [json!({"manager": "x", "fieldsV1": {"bogus": {}}})];
-    let managed = update(&broken, None, &created, &KUBECTL, true);
+    let managed = update(&broken, None, &created, &KUBECTL, POD);
     assert_eq!(managed.len(), 1);
     assert_eq!(managed[0]["manager"], "kubectl");
 }
@@ -306,13 +309,13 @@ fn applied(replicas: Option<i64>) -> Value {
 #[test]
 fn first_apply_owns_the_config_fields() {
     let config = applied(Some(3));
-    let obj = apply(None, &config, &[], &KUBECTL, false, true).unwrap();
+    let obj = apply(None, &config, &[], &KUBECTL, false, POD).unwrap();
     let managed = managed_of(&obj);
     assert_eq!(managed.len(), 1);
     assert_eq!(managed[0]["operation"], "Apply");
     assert_eq!(
         FieldSet::from_fields_v1(&managed[0]["fieldsV1"]).unwrap(),
-        fields_of(&config, Scope::Main, true)
+        fields_of(&config, Scope::Main, POD)
     );
     let mut without = obj.clone();
     without["metadata"]
@@ -324,14 +327,14 @@ fn first_apply_owns_the_config_fields() {
 
 #[test]
 fn reapply_without_a_field_removes_it() {
-    let first = apply(None, &applied(Some(3)), &[], &KUBECTL, false, true).unwrap();
+    let first = apply(None, &applied(Some(3)), &[], &KUBECTL, false, POD).unwrap();
     let second = apply(
         Some(&first),
         &applied(None),
         &managed_of(&first),
         &KUBECTL,
         false,
-        true,
+        POD,
     )
     .unwrap();
     assert!(second["spec"].get("replicas").is_none());
@@ -345,7 +348,7 @@ fn reapply_without_a_field_removes_it() {
 
 #[test]
 fn a_field_another_manager_owns_is_kept() {
-    let first = apply(None, &applied(Some(3)), &[], &KUBECTL, false, true).unwrap();
+    let first = apply(None, &applied(Some(3)), &[], &KUBECTL, false, POD).unwrap();
     // Another manager also sets replicas to the same value: shared ownership.
     let shared = apply(
         Some(&first),
@@ -353,7 +356,7 @@ fn a_field_another_manager_owns_is_kept() {
         &managed_of(&first),
         &writer("other", "t2"),
         false,
-        true,
+        POD,
     )
     .unwrap();
     assert_eq!(managed_of(&shared).len(), 2);
@@ -363,7 +366,7 @@ fn a_field_another_manager_owns_is_kept() {
         &managed_of(&shared),
         &KUBECTL,
         false,
-        true,
+        POD,
     )
     .unwrap();
     assert_eq!(dropped["spec"]["replicas"], 3);
@@ -382,7 +385,7 @@ fn apply_conflicts_with_an_updater() {
         None,
         &live,
         &writer("kubectl-client-side-apply", "t1"),
-        true,
+        POD,
     );
     let mut live = live;
     live["metadata"]["managedFields"] = Value::Array(managed.clone());
@@ -393,7 +396,7 @@ fn apply_conflicts_with_an_updater() {
         &managed,
         &KUBECTL,
         false,
-        true,
+        POD,
     )
     .unwrap_err();
     assert_eq!(
@@ -412,14 +415,14 @@ fn apply_conflicts_with_an_updater() {
 
     let mut config = applied(Some(5));
     config["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:2");
-    let err = apply(Some(&live), &config, &managed, &KUBECTL, false, true).unwrap_err();
+    let err = apply(Some(&live), &config, &managed, &KUBECTL, false, POD).unwrap_err();
     assert_eq!(
         conflict_message(&err),
         "Apply failed with 2 conflicts: conflicts with \"kubectl-client-side-apply\" using apps/v1:\n- .spec.replicas\n- .spec.template.spec.containers[name=\"nginx\"].image"
     );
 
     // Forced, the applier takes the fields over.
-    let forced = apply(Some(&live), &config, &managed, &KUBECTL, true, true).unwrap();
+    let forced = apply(Some(&live), &config, &managed, &KUBECTL, true, POD).unwrap();
     assert_eq!(forced["spec"]["replicas"], 5);
     let managed = managed_of(&forced);
     let old_owner = entry_fields(&managed[0]);
@@ -437,7 +440,7 @@ fn apply_conflicts_with_an_updater() {
             .clone(),
         &KUBECTL,
         false,
-        true,
+        POD,
     )
     .unwrap();
     let managed = managed_of(&same);
@@ -453,7 +456,7 @@ fn applier_conflicts_name_no_version() {
         &[],
         &writer("ci", "t1"),
         false,
-        true,
+        POD,
     )
     .unwrap();
     let err = apply(
@@ -462,7 +465,7 @@ fn applier_conflicts_name_no_version() {
         &managed_of(&first),
         &KUBECTL,
         false,
-        true,
+        POD,
     )
     .unwrap_err();
     assert_eq!(
@@ -476,7 +479,7 @@ fn an_element_another_manager_shares_keeps_its_key() {
     let mut config = applied(None);
     config["spec"]["template"]["spec"]["containers"] =
         json!([{"name": "nginx", "image": "nginx:1"}, {"name": "log", "image": "log:1"}]);
-    let first = apply(None, &config, &[], &KUBECTL, false, true).unwrap();
+    let first = apply(None, &config, &[], &KUBECTL, false, POD).unwrap();
     // Someone else sets the sidecar's args with an update.
     let mut edited = first.clone();
     edited["spec"]["template"]["spec"]["containers"][1]["args"] = json!(["-v"]);
@@ -485,7 +488,7 @@ fn an_element_another_manager_shares_keeps_its_key() {
         Some(&first),
         &edited,
         &writer("editor", "t2"),
-        true,
+        POD,
     );
     edited["metadata"]["managedFields"] = Value::Array(managed.clone());
     // The applier stops applying the sidecar: its image goes, the element and its name stay.
@@ -495,7 +498,7 @@ fn an_element_another_manager_shares_keeps_its_key() {
         &managed,
         &KUBECTL,
         false,
-        true,
+        POD,
     )
     .unwrap();
     assert_eq!(
@@ -509,7 +512,7 @@ fn an_element_another_manager_shares_keeps_its_key() {
         &managed_of(&first),
         &KUBECTL,
         false,
-        true,
+        POD,
     )
     .unwrap();
     assert_eq!(
@@ -521,14 +524,14 @@ fn an_element_another_manager_shares_keeps_its_key() {
 #[test]
 fn status_apply_touches_only_status() {
     let live = deployment(3, "nginx:1");
-    let managed = update(&[], None, &live, &writer("creator", "t1"), true);
+    let managed = update(&[], None, &live, &writer("creator", "t1"), POD);
     let status_writer = Writer {
         subresource: Some("status"),
         ..writer("controller", "t2")
     };
     let mut config = applied(Some(9));
     config["status"] = json!({"replicas": 3});
-    let out = apply(Some(&live), &config, &managed, &status_writer, false, true).unwrap();
+    let out = apply(Some(&live), &config, &managed, &status_writer, false, POD).unwrap();
     assert_eq!(out["spec"]["replicas"], 3);
     assert_eq!(out["status"]["replicas"], 3);
     let managed = managed_of(&out);
@@ -561,10 +564,10 @@ fn nothing_panics_on_odd_input() {
         json!([1, {}]),
         json!({"spec": [null]}),
     ] {
-        let _ = fields_of(&odd, Scope::Main, true);
-        let _ = merge(&odd, &odd);
-        let _ = remove(&odd, &fields_of(&pod(), Scope::Main, true));
-        let _ = update(std::slice::from_ref(&odd), None, &odd, &KUBECTL, true);
-        let _ = apply(Some(&odd), &odd, &[], &KUBECTL, false, true);
+        let _ = fields_of(&odd, Scope::Main, POD);
+        let _ = merge(&odd, &odd, POD);
+        let _ = remove(&odd, &fields_of(&pod(), Scope::Main, POD), POD);
+        let _ = update(std::slice::from_ref(&odd), None, &odd, &KUBECTL, POD);
+        let _ = apply(Some(&odd), &odd, &[], &KUBECTL, false, POD);
     }
 }
