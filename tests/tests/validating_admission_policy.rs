@@ -446,7 +446,6 @@ fn failing_expressions_follow_the_failure_policy() {
     // Deletes are admitted too when the rules name them (kubectl prints the 422 as it prints
     // any Invalid Status; the name is upstream's "Unknown": a delete has no new object).
     let on_delete = failing
-        .replace("\"Fail\"", "\"Fail\"")
         .replace("\"UPDATE\",", "\"UPDATE\", \"DELETE\",")
         .replace(
             "object.spec.nope <= 5",

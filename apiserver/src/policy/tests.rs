@@ -227,7 +227,7 @@ fn validations_decide_with_upstream_messages() {
     for (validation, want) in cases {
         let mut act = activation(deploy.clone(), limit.clone());
         assert_eq!(
-            evaluate::validations(&mut act, &[validation.clone()]),
+            evaluate::validations(&mut act, std::slice::from_ref(&validation)),
             want,
             "{validation}"
         );
