@@ -91,6 +91,15 @@ pub enum ApiError {
         name: String,
         message: String,
     },
+    /// A ValidatingAdmissionPolicy's denial: upstream's admission Forbidden error with the
+    /// validation's reason and that reason's code, and the message as its one cause.
+    #[error("{} {name:?} is forbidden: {message}", .resource.display())]
+    PolicyDenied {
+        resource: Qualified,
+        name: String,
+        message: String,
+        reason: String,
+    },
     #[error("{0}")]
     Expired(String),
     #[error("{0}")]
@@ -163,6 +172,12 @@ impl ApiError {
             | ApiError::Conflict { .. }
             | ApiError::ApplyConflict { .. } => StatusCode::CONFLICT,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::PolicyDenied { reason, .. } => match reason.as_str() {
+                "Forbidden" => StatusCode::FORBIDDEN,
+                "Unauthorized" => StatusCode::UNAUTHORIZED,
+                "RequestEntityTooLarge" => StatusCode::PAYLOAD_TOO_LARGE,
+                _ => StatusCode::UNPROCESSABLE_ENTITY,
+            },
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Forbidden(_) | ApiError::ForbiddenNamed { .. } => StatusCode::FORBIDDEN,
             ApiError::Expired(_) => StatusCode::GONE,
@@ -184,6 +199,12 @@ impl ApiError {
             ApiError::AlreadyExists { .. } => "AlreadyExists",
             ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => "Conflict",
             ApiError::Invalid { .. } => "Invalid",
+            ApiError::PolicyDenied { reason, .. } => match reason.as_str() {
+                "Forbidden" => "Forbidden",
+                "Unauthorized" => "Unauthorized",
+                "RequestEntityTooLarge" => "RequestEntityTooLarge",
+                _ => "Invalid",
+            },
             ApiError::BadRequest(_) => "BadRequest",
             ApiError::Forbidden(_) | ApiError::ForbiddenNamed { .. } => "Forbidden",
             ApiError::Expired(_) => "Expired",
@@ -206,6 +227,16 @@ impl ApiError {
             | ApiError::Conflict { resource, name, .. }
             | ApiError::ForbiddenNamed { resource, name, .. } => Some(resource.details(name)),
             ApiError::NoSuchResource => Some(json!({})),
+            ApiError::PolicyDenied {
+                resource,
+                name,
+                message,
+                ..
+            } => {
+                let mut d = resource.details(name);
+                d["causes"] = json!([{ "message": message }]);
+                Some(d)
+            }
             ApiError::Invalid {
                 kind,
                 group,

@@ -16,6 +16,7 @@ pub mod handlers;
 mod kinds;
 mod object;
 mod openapi;
+mod policy;
 pub mod printers;
 mod protobuf;
 pub mod registry;
@@ -24,7 +25,7 @@ mod state;
 mod storage;
 mod table;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,6 +34,8 @@ use std::time::Duration;
 use axum::Router;
 use serde_json::json;
 use tinykube_store::{Store, StoreConfig};
+
+use crate::policy::UserInfo;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -89,8 +92,8 @@ pub enum ServerError {
     Serve(#[source] std::io::Error),
 }
 
-/// Read a token auth file: one `token,user,uid,...` per line.
-fn read_tokens(path: &PathBuf) -> Result<HashSet<String>, ServerError> {
+/// Read a token auth file: one `token,user,uid,"group1,group2"` per line.
+fn read_tokens(path: &PathBuf) -> Result<HashMap<String, UserInfo>, ServerError> {
     let text = std::fs::read_to_string(path).map_err(|source| ServerError::Tokens {
         path: path.clone(),
         source,
@@ -99,10 +102,36 @@ fn read_tokens(path: &PathBuf) -> Result<HashSet<String>, ServerError> {
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .filter_map(|l| l.split(',').next())
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty())
+        .filter_map(token_line)
         .collect())
+}
+
+/// One line of a token file: the token and its user (groups quoted when several).
+fn token_line(line: &str) -> Option<(String, UserInfo)> {
+    let (head, groups) = match line.split_once('"') {
+        Some((head, rest)) => (head, rest.trim_end_matches('"')),
+        None => (line, ""),
+    };
+    let mut fields = head.split(',').map(str::trim);
+    let token = fields.next().filter(|t| !t.is_empty())?.to_string();
+    let username = fields.next().unwrap_or("").to_string();
+    let uid = fields.next().unwrap_or("").to_string();
+    let mut groups: Vec<String> = groups
+        .split(',')
+        .chain(fields)
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(str::to_string)
+        .collect();
+    groups.push("system:authenticated".into());
+    Some((
+        token,
+        UserInfo {
+            username,
+            uid,
+            groups,
+        },
+    ))
 }
 
 /// The namespaces every cluster starts with.
@@ -196,6 +225,7 @@ pub async fn serve(
         bookmark_interval: config.bookmark_interval,
     }));
     crds::start(state.clone()).await;
+    policy::status::start(state.clone());
     let app = Router::new()
         .fallback(handlers::dispatch)
         .layer(axum::extract::DefaultBodyLimit::disable())

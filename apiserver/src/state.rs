@@ -1,20 +1,21 @@
 //! The server's shared state: a cheap-to-clone handle over the store and settings.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::kinds::Kinds;
+use crate::policy::UserInfo;
 use crate::storage::Objects;
 
 pub struct Shared {
     pub objects: Objects,
     /// The kinds served: built-ins and the resources of established definitions.
     pub kinds: Kinds,
-    /// Bearer tokens accepted; `None`: no authentication.
-    pub tokens: Option<HashSet<String>>,
+    /// Bearer tokens accepted, with their users; `None`: no authentication.
+    pub tokens: Option<HashMap<String, UserInfo>>,
     /// Cancelled when the server stops: watches end.
     pub shutdown: CancellationToken,
     /// How often a watch with `allowWatchBookmarks` gets a BOOKMARK.

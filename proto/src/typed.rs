@@ -2,6 +2,7 @@
 //! type checks field types, and comparing the re-encoded object with the input finds fields the
 //! schema does not declare (what `fieldValidation=Strict` rejects and upstream prunes).
 
+use k8s_openapi::api::admissionregistration::v1 as admissionregistration;
 use k8s_openapi::api::node::v1 as node;
 use k8s_openapi::api::{apps::v1 as apps, coordination::v1 as coordination, core::v1 as core};
 use k8s_openapi::api::{events::v1 as events, policy::v1 as policy, scheduling::v1 as scheduling};
@@ -43,6 +44,12 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("policy", "Eviction") => through::<policy::Eviction>(obj),
         ("scheduling.k8s.io", "PriorityClass") => through::<scheduling::PriorityClass>(obj),
         ("node.k8s.io", "RuntimeClass") => through::<node::RuntimeClass>(obj),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            through::<admissionregistration::ValidatingAdmissionPolicy>(obj)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            through::<admissionregistration::ValidatingAdmissionPolicyBinding>(obj)
+        }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             through::<crd::CustomResourceDefinition>(obj)
         }

@@ -76,14 +76,19 @@ pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     };
     // A missing object is created; one created by someone else meanwhile is updated.
     for _ in 0..ATTEMPTS {
-        match change_stored(&ctx, &mut run).await {
+        let mut admitted = Vec::new();
+        match change_stored(&ctx, &mut run, &mut admitted).await {
             Err(ApiError::NotFound { .. }) if sub.is_none() => {
                 match create(&ctx, &config, &manager, force, warnings.clone()).await {
                     Err(ApiError::AlreadyExists { .. }) => continue,
                     done => return done,
                 }
             }
-            outcome => return respond(&ctx, outcome?, &warnings),
+            outcome => {
+                let mut warnings = warnings.clone();
+                warnings.extend(admitted);
+                return respond(&ctx, outcome?, &warnings);
+            }
         }
     }
     Err(ApiError::conflict(info, &name))

@@ -7,11 +7,13 @@ use chrono::Utc;
 use serde_json::{json, Value};
 use tinykube_proto::registry::ResourceInfo;
 
-use super::{json_response, read, Ctx};
+use super::persist::attributes;
+use super::{json_response, read, with_warnings, Ctx};
 use crate::convert;
 use crate::error::{ApiError, ApiResult, Qualified};
 use crate::filter::Filter;
 use crate::object::{self, meta_mut};
+use crate::policy::{self, Operation};
 use crate::state::AppState;
 use crate::storage::{Change, Outcome};
 
@@ -245,13 +247,17 @@ pub async fn delete(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let info = &ctx.target.info;
     let name = ctx.target.name.clone().unwrap_or_default();
     let opts = DeleteOptions::from_request(&ctx, body)?;
+    let current = ctx
+        .state
+        .objects
+        .get(info, ctx.target.namespace.as_deref(), &name)?;
+    let warnings = admit_delete(&ctx, &current)?;
     if ctx.query.is_dry_run()? {
-        let current = ctx
-            .state
-            .objects
-            .get(info, ctx.target.namespace.as_deref(), &name)?;
         let out = convert::outgoing(info, current);
-        return Ok(json_response(StatusCode::OK, &out, ctx.pretty));
+        return Ok(with_warnings(
+            json_response(StatusCode::OK, &out, ctx.pretty),
+            &warnings,
+        ));
     }
     let outcome = delete_object(
         &ctx.state,
@@ -266,7 +272,17 @@ pub async fn delete(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         _ => StatusCode::OK,
     };
     let out = convert::outgoing(info, outcome.into_object());
-    Ok(json_response(code, &out, ctx.pretty))
+    Ok(with_warnings(
+        json_response(code, &out, ctx.pretty),
+        &warnings,
+    ))
+}
+
+/// The admission policies on a delete: the stored object is the old object, there is no new
+/// one.
+fn admit_delete(ctx: &Ctx, current: &Value) -> ApiResult<Vec<String>> {
+    let attrs = attributes(ctx, "", Operation::Delete, None, Some(current));
+    policy::admit(&ctx.state, &attrs)
 }
 
 pub async fn delete_collection(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
@@ -280,9 +296,11 @@ pub async fn delete_collection(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let listed = read::list_objects(&ctx, &filter)?;
     let dry_run = ctx.query.is_dry_run()?;
     let mut items = Vec::new();
+    let mut warnings = Vec::new();
     for obj in listed.items {
         let name = object::name(&obj).to_string();
         let ns = object::namespace(&obj).map(str::to_string);
+        warnings.extend(admit_delete(&ctx, &obj)?);
         if dry_run {
             items.push(convert::outgoing(info, obj));
             continue;
@@ -299,5 +317,8 @@ pub async fn delete_collection(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         "metadata": {"resourceVersion": ctx.state.objects.store().revision().to_string()},
         "items": items,
     });
-    Ok(json_response(StatusCode::OK, &body, ctx.pretty))
+    Ok(with_warnings(
+        json_response(StatusCode::OK, &body, ctx.pretty),
+        &warnings,
+    ))
 }

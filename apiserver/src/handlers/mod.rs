@@ -20,6 +20,7 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use crate::error::{ApiError, ApiResult};
+use crate::policy::UserInfo;
 use crate::request::{body_format, parse_target, BodyFormat, Query, Target};
 use crate::state::AppState;
 use crate::{discovery, openapi};
@@ -33,6 +34,8 @@ pub struct Ctx {
     pub target: Target,
     pub query: Query,
     pub headers: HeaderMap,
+    /// Who sent the request, as admission sees it.
+    pub user: UserInfo,
     pub pretty: bool,
 }
 
@@ -80,15 +83,18 @@ fn wants_pretty(headers: &HeaderMap, query: Option<&str>) -> bool {
     by_query || ua.starts_with("curl") || ua.starts_with("Wget") || ua.starts_with("Mozilla/5.0")
 }
 
-fn authenticated(state: &AppState, headers: &HeaderMap) -> bool {
+/// The request's user: the token's, `system:anonymous` without authentication; `None` when a
+/// token is required and missing or unknown.
+fn authenticated(state: &AppState, headers: &HeaderMap) -> Option<UserInfo> {
     let Some(tokens) = &state.tokens else {
-        return true;
+        return Some(UserInfo::anonymous());
     };
     headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| tokens.contains(t.trim()))
+        .and_then(|t| tokens.get(t.trim()))
+        .cloned()
 }
 
 fn plain_not_found() -> Response {
@@ -112,11 +118,19 @@ pub async fn dispatch(
     if matches!(path.as_str(), "/healthz" | "/livez" | "/readyz") {
         return (StatusCode::OK, "ok").into_response();
     }
-    if !authenticated(&state, &headers) {
+    let Some(user) = authenticated(&state, &headers) else {
         return ApiError::Unauthorized.into_response();
-    }
+    };
     let pretty = wants_pretty(&headers, uri.query());
-    match route(state, method, &path, uri.query(), headers, body, pretty).await {
+    let request = Request {
+        method,
+        path: &path,
+        raw_query: uri.query(),
+        headers,
+        user,
+        pretty,
+    };
+    match route(state, request, body).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     }
@@ -147,15 +161,25 @@ async fn read_body(body: Body) -> ApiResult<Bytes> {
     Ok(Bytes::from(buf))
 }
 
-async fn route(
-    state: AppState,
+/// What `route` needs of a request besides its body.
+struct Request<'a> {
     method: Method,
-    path: &str,
-    raw_query: Option<&str>,
+    path: &'a str,
+    raw_query: Option<&'a str>,
     headers: HeaderMap,
-    body: Body,
+    user: UserInfo,
     pretty: bool,
-) -> ApiResult<Response> {
+}
+
+async fn route(state: AppState, request: Request<'_>, body: Body) -> ApiResult<Response> {
+    let Request {
+        method,
+        path,
+        raw_query,
+        headers,
+        user,
+        pretty,
+    } = request;
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     let served = state.kinds.snapshot();
     let (group, version, rest) = match segs.as_slice() {
@@ -188,6 +212,7 @@ async fn route(
         target,
         query,
         headers,
+        user,
         pretty,
     };
     let deprecation: Vec<String> = ctx

@@ -13,6 +13,7 @@ use crate::convert;
 use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager::{self, Manager};
 use crate::object::{self, meta_mut};
+use crate::policy::{self, Attributes, Operation};
 use crate::registry::{self, field::FieldError};
 use crate::storage::{Change, Outcome};
 
@@ -34,6 +35,41 @@ pub(super) fn manager_of(ctx: &Ctx) -> Manager {
         ctx.query.field_manager.as_deref(),
         &ctx.headers,
     )
+}
+
+/// The admission plugin's view of a write of the target: the namespace of a namespaced object,
+/// or a namespace's own name, as upstream's attributes carry it.
+pub(super) fn attributes<'a>(
+    ctx: &'a Ctx,
+    subresource: &'a str,
+    operation: Operation,
+    object: Option<&'a Value>,
+    old_object: Option<&'a Value>,
+) -> Attributes<'a> {
+    let info = &ctx.target.info;
+    let named = object.or(old_object);
+    let name = named.map(object::name).unwrap_or_default();
+    let namespace = if info.group.is_empty() && info.plural == "namespaces" {
+        name
+    } else if info.namespaced {
+        named
+            .and_then(object::namespace)
+            .or(ctx.target.namespace.as_deref())
+            .unwrap_or_default()
+    } else {
+        ""
+    };
+    Attributes {
+        info,
+        subresource,
+        operation,
+        name,
+        namespace,
+        object,
+        old_object,
+        dry_run: ctx.query.is_dry_run().unwrap_or(false),
+        user: &ctx.user,
+    }
 }
 
 /// A 422 for the strategy's errors. Upstream names the kind of the type it validates, the stored
@@ -114,8 +150,11 @@ pub(super) async fn create_object(
         if !errors.is_empty() {
             return Err(invalid(info, object::name(&candidate), errors));
         }
+        let attrs = attributes(ctx, "", Operation::Create, Some(&candidate), None);
+        let admitted = policy::admit(&ctx.state, &attrs)?;
         if attempt == 0 {
             warnings.extend(strategy.warnings(&candidate));
+            warnings.extend(admitted);
         }
         if let Track::Update(manager, sub) = track {
             fieldmanager::record_update(info, manager, sub, None, &mut candidate);
@@ -305,9 +344,35 @@ fn generation_changes(info: &ResourceInfo, new: &Value, old: &Value) -> bool {
     object::spec_part(new) != object::spec_part(old)
 }
 
-/// Run `change` on the target object: for a dry run once, on what is stored now, writing
+/// Run `change` on the target object, then the admission policies on its result (their
+/// warnings are added to `warnings`): for a dry run once, on what is stored now, writing
 /// nothing; otherwise in the store's compare-and-swap loop.
 pub(super) async fn change_stored(
+    ctx: &Ctx,
+    mut change: impl FnMut(Value) -> ApiResult<Change>,
+    warnings: &mut Vec<String>,
+) -> ApiResult<Outcome> {
+    let sub = ctx.target.subresource.as_deref().unwrap_or_default();
+    let mut admitted = Vec::new();
+    let outcome = change_stored_unadmitted(ctx, |current| {
+        let changed = change(current.clone())?;
+        let new = match &changed {
+            Change::Write(new) => new,
+            // A no-op update is still an update to admission, as upstream.
+            Change::Unchanged => &current,
+            // The last finalizer went: nothing is left to show a policy.
+            Change::Delete => return Ok(changed),
+        };
+        let attrs = attributes(ctx, sub, Operation::Update, Some(new), Some(&current));
+        admitted = policy::admit(&ctx.state, &attrs)?;
+        Ok(changed)
+    })
+    .await?;
+    warnings.extend(admitted);
+    Ok(outcome)
+}
+
+async fn change_stored_unadmitted(
     ctx: &Ctx,
     mut change: impl FnMut(Value) -> ApiResult<Change>,
 ) -> ApiResult<Outcome> {

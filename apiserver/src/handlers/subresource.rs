@@ -10,10 +10,11 @@ use tinykube_proto::registry::{self, ResourceInfo};
 
 use super::decode::{check_name, decode_as, object_format, OBJECT_TYPES};
 use super::options::{self, Verb};
-use super::persist::{manager_of, update_rules, Track};
-use super::{json_response, success, Ctx};
+use super::persist::{attributes, manager_of, update_rules, Track};
+use super::{json_response, success, with_warnings, Ctx};
 use crate::error::{ApiError, ApiResult, Qualified};
 use crate::object::{self, meta_mut};
+use crate::policy::{self, Operation};
 use crate::registry::field::FieldError;
 use crate::request::{body_format, decode_object_body, go_json_kind, BodyFormat};
 use crate::storage::Change;
@@ -350,6 +351,7 @@ pub async fn update_scale(ctx: Ctx, body: &[u8], is_patch: bool) -> ApiResult<Re
     } else {
         decode_scale(&ctx, body, &name)?
     };
+    let mut admitted = Vec::new();
     let outcome = ctx
         .state
         .objects
@@ -385,19 +387,36 @@ pub async fn update_scale(ctx: Ctx, body: &[u8], is_patch: bool) -> ApiResult<Re
             }
             let mut next = current.clone();
             set_replicas(info, &mut next, replicas);
-            update_rules(
+            let changed = update_rules(
                 info,
                 None,
                 &current,
                 next,
                 Track::Update(&manager, Some("scale")),
-            )
+            )?;
+            let new = match &changed {
+                Change::Write(new) => new,
+                _ => &current,
+            };
+            let (new_scale, old_scale) = (scale_view(info, new), scale_view(info, &current));
+            let attrs = attributes(
+                &ctx,
+                "scale",
+                Operation::Update,
+                Some(&new_scale),
+                Some(&old_scale),
+            );
+            admitted = policy::admit(&ctx.state, &attrs)?;
+            Ok(changed)
         })
         .await?;
-    Ok(json_response(
-        StatusCode::OK,
-        &scale_view(info, &outcome.into_object()),
-        ctx.pretty,
+    Ok(with_warnings(
+        json_response(
+            StatusCode::OK,
+            &scale_view(info, &outcome.into_object()),
+            ctx.pretty,
+        ),
+        &admitted,
     ))
 }
 

@@ -55,9 +55,12 @@ pub async fn update(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let sub = ctx.target.subresource.clone();
     let manager = manager_of(&ctx);
     let track = track_of(&manager, sub.as_deref());
-    let outcome = change_stored(&ctx, |current| {
-        update_rules(info, sub.as_deref(), &current, obj.clone(), track)
-    })
+    let mut warnings = warnings;
+    let outcome = change_stored(
+        &ctx,
+        |current| update_rules(info, sub.as_deref(), &current, obj.clone(), track),
+        &mut warnings,
+    )
     .await?;
     respond(&ctx, outcome, &warnings)
 }
@@ -122,6 +125,8 @@ pub async fn patch(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         warnings = w;
         update_rules(info, sub.as_deref(), &current, obj, track)
     };
-    let outcome = change_stored(&ctx, &mut run).await?;
+    let mut admitted = Vec::new();
+    let outcome = change_stored(&ctx, &mut run, &mut admitted).await?;
+    warnings.extend(admitted);
     respond(&ctx, outcome, &warnings)
 }

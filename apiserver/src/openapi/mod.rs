@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
+use tinykube_proto::api::api::admissionregistration::v1 as admissionregistration;
 use tinykube_proto::api::api::{
     apps::v1 as apps, coordination::v1 as coordination, core::v1 as core,
 };
@@ -102,6 +103,10 @@ fn schemas_for(group: &str) -> Map<String, Value> {
             add::<policy::Eviction>(&mut gen);
         }
         "scheduling.k8s.io" => add::<scheduling::PriorityClass>(&mut gen),
+        "admissionregistration.k8s.io" => {
+            add::<admissionregistration::ValidatingAdmissionPolicy>(&mut gen);
+            add::<admissionregistration::ValidatingAdmissionPolicyBinding>(&mut gen);
+        }
         "node.k8s.io" => add::<tinykube_proto::api::api::node::v1::RuntimeClass>(&mut gen),
         _ => {}
     }
@@ -115,6 +120,7 @@ fn schema_name(info: &ResourceInfo) -> String {
         "events.k8s.io" => "events".to_string(),
         "scheduling.k8s.io" => "scheduling".to_string(),
         "node.k8s.io" => "node".to_string(),
+        "admissionregistration.k8s.io" => "admissionregistration".to_string(),
         g => g.to_string(),
     };
     format!("io.k8s.api.{package}.{}.{}", info.version, info.kind)

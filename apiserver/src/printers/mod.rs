@@ -2,6 +2,7 @@
 //! as upstream's printers define them. Column definitions (names, types, descriptions,
 //! priorities) are upstream's, kept as data in `columns.json`.
 
+mod admission;
 mod cluster;
 pub mod custom;
 mod workloads;
@@ -52,6 +53,12 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("policy", "PodDisruptionBudget") => "PodDisruptionBudget",
         ("scheduling.k8s.io", "PriorityClass") => "PriorityClass",
         ("node.k8s.io", "RuntimeClass") => "RuntimeClass",
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            "ValidatingAdmissionPolicy"
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            "ValidatingAdmissionPolicyBinding"
+        }
         _ => "Default",
     }
 }
@@ -80,6 +87,10 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "PodDisruptionBudget" => cluster::pdb(obj, now),
         "PriorityClass" => cluster::priority_class(obj, now),
         "RuntimeClass" => cluster::runtime_class(obj, now),
+        "ValidatingAdmissionPolicy" => admission::validating_admission_policy(obj, now),
+        "ValidatingAdmissionPolicyBinding" => {
+            admission::validating_admission_policy_binding(obj, now)
+        }
         _ => vec![
             name(obj).into(),
             obj.pointer("/metadata/creationTimestamp")

@@ -3,6 +3,7 @@
 //!
 //! Objects are handled as `serde_json::Value` with the fields named as on the wire.
 
+mod admissionregistration;
 pub mod apiextensions;
 mod apps;
 mod apps_status;
@@ -146,6 +147,12 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("coordination.k8s.io", "Lease") => &coordination::LeaseStrategy,
         ("apps", "ControllerRevision") => &apps_status::ControllerRevisionStrategy,
         ("apiextensions.k8s.io", "CustomResourceDefinition") => &apiextensions::CrdStrategy,
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            &admissionregistration::PolicyStrategy
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            &admissionregistration::BindingStrategy
+        }
         _ => &Plain,
     }
 }
