@@ -91,6 +91,11 @@ ROOTS = {
     "scheduling.k8s.io/v1/PriorityClass": "api/scheduling/v1/PriorityClass", "autoscaling/v1/Scale": "api/autoscaling/v1/Scale",
     "meta.k8s.io/v1/DeleteOptions": "apimachinery/pkg/apis/meta/v1/DeleteOptions",
     "v1/DeleteOptions": "apimachinery/pkg/apis/meta/v1/DeleteOptions",
+    "v1/Secret": "api/core/v1/Secret", "v1/ServiceAccount": "api/core/v1/ServiceAccount",
+    "authentication.k8s.io/v1/TokenRequest": "api/authentication/v1/TokenRequest",
+    "networking.k8s.io/v1/Ingress": "api/networking/v1/Ingress",
+    "networking.k8s.io/v1/IngressClass": "api/networking/v1/IngressClass",
+    "networking.k8s.io/v1/NetworkPolicy": "api/networking/v1/NetworkPolicy",
 }
 # Types with their own JSON form: decoded by hand, their fields are not needed beyond these.
 SPECIAL = {"apimachinery/pkg/apis/meta/v1/Time", "apimachinery/pkg/apis/meta/v1/MicroTime",

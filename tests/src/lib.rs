@@ -464,11 +464,16 @@ pub struct ControllerManager {
 
 impl ControllerManager {
     /// Start with `extra` flags (e.g. `--controllers=replicaset`). Without an explicit
-    /// `--leader-elect`, leader election is off so a restarted manager acts at once.
+    /// `--leader-elect`, leader election is off so a restarted manager acts at once; as
+    /// `tinykube up` does, `--root-ca-file` is the CA in the API server's data dir.
     pub fn start(server: &ApiServer, extra: &[&str]) -> Result<ControllerManager> {
         let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         if !extra.iter().any(|a| a.starts_with("--leader-elect")) {
             args.push("--leader-elect=false".into());
+        }
+        if !extra.iter().any(|a| a.starts_with("--root-ca-file")) {
+            args.push("--root-ca-file".into());
+            args.push(server.data_dir().join("ca.crt").display().to_string());
         }
         let mut cm = ControllerManager {
             child: None,
