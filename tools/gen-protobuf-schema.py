@@ -30,6 +30,11 @@ def camel(snake):
     parts = snake.split("_")
     return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
 
+# Go structs embedded with `json:",inline"`: their fields are the parent's in JSON. The JSON name
+# "" tells the decoder to merge the embedded message into its parent.
+INLINE = {"volume_source", "ingress_rule_value", "local_object_reference", "ephemeral_container_common"}
+INLINE_IN = {("api/core/v1/Probe", "handler")}
+
 ATTR = re.compile(r'#\[prost\(([^)]*)\)\]')
 messages = {}
 for path in glob.glob(os.path.join(PB, "src/**/mod.rs"), recursive=True):
@@ -78,6 +83,8 @@ for path in glob.glob(os.path.join(PB, "src/**/mod.rs"), recursive=True):
                     base = base[:-1]
                 ref = "/".join(base + parts)
             jn = json_names.get(name, camel(name))
+            if name in INLINE or (current, name) in INLINE_IN:
+                jn = ""
             messages[current].append([tag, jn, kind if kind != "map" else "map:" + scalar, ref, repeated])
         i += 1
 

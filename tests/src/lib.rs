@@ -144,6 +144,15 @@ impl ApiServer {
         self.wait_healthy()
     }
 
+    /// Start again on the same data dir and port with other flags (e.g. authentication on).
+    pub fn restart_with(&mut self, extra: &[&str]) -> Result<()> {
+        self.kill9();
+        let (child, url) = spawn_apiserver(&self.data_dir(), self.port, extra)?;
+        self.child = Some(child);
+        self.url = url;
+        self.wait_healthy()
+    }
+
     /// Run the real kubectl against this server.
     pub fn kubectl(&self, args: &[&str]) -> Kubectl {
         self.kubectl_stdin(args, None)

@@ -143,7 +143,12 @@ fn backend(field: &str, b: Option<&Value>) -> Vec<FieldError> {
 
 /// One HTTP path: its type decides which paths are allowed.
 fn http_path(field: &str, p: &Value) -> Vec<FieldError> {
-    let Some(kind) = p.get("pathType").and_then(Value::as_str) else {
+    // k8s-openapi's type holds `pathType` as a plain string, so a missing one reads as "".
+    let Some(kind) = p
+        .get("pathType")
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty())
+    else {
         return vec![FieldError::required(
             format!("{field}.pathType"),
             "pathType must be specified",
