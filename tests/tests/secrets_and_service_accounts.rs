@@ -128,6 +128,16 @@ fn typed_secrets_are_created_and_validated() {
         row("my-registry")[1..3],
         ["kubernetes.io/dockerconfigjson", "1"]
     );
+    // Secrets are selectable by type, as upstream's.
+    let by_type = server.kubectl(&[
+        "get",
+        "secrets",
+        "--field-selector",
+        "type=kubernetes.io/tls",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(by_type.ok(), "secret/my-tls\n");
 
     let dir = server.scratch();
     let cases = [
