@@ -87,6 +87,29 @@ fn managing_secrets_using_kubectl() {
     assert_eq!(secret["data"]["password"], b64("t0p-Secret"));
     assert!(secret.get("stringData").is_none(), "{secret}");
 
+    // "Distribute Credentials Securely Using Secrets": a pod reading the Secret as files and
+    // as environment variables; its own volumes come first, the token volume after them.
+    let pod = manifest(
+        &dir,
+        "secret-pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: secret-test-pod\nspec:\n  containers:\n  - name: test-container\n    image: nginx\n    env:\n    - name: SECRET_USERNAME\n      valueFrom:\n        secretKeyRef:\n          name: mysecret\n          key: username\n    volumeMounts:\n    - name: secret-volume\n      mountPath: /etc/secret-volume\n      readOnly: true\n  volumes:\n  - name: secret-volume\n    secret:\n      secretName: mysecret\n",
+    );
+    server.kubectl(&["apply", "-f", pod.to_str().unwrap()]).ok();
+    let pod = json(&server, &["get", "pod", "secret-test-pod", "-o", "json"]);
+    let volumes = pod["spec"]["volumes"].as_array().unwrap();
+    assert_eq!(
+        volumes[0],
+        serde_json::json!({"name": "secret-volume", "secret": {"defaultMode": 420, "secretName": "mysecret"}})
+    );
+    assert!(volumes[1]["name"]
+        .as_str()
+        .unwrap()
+        .starts_with("kube-api-access-"));
+    assert_eq!(
+        pod["spec"]["containers"][0]["volumeMounts"][1]["mountPath"],
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    );
+
     assert_eq!(
         server.kubectl(&["delete", "secret", "db-user-pass"]).ok(),
         "secret \"db-user-pass\" deleted\n"
