@@ -30,6 +30,11 @@ def camel(snake):
     parts = snake.split("_")
     return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
 
+# Go structs embedded with `json:",inline"`: their fields are the parent's in JSON. The JSON name
+# "" tells the decoder to merge the embedded message into its parent.
+INLINE = {"volume_source", "ingress_rule_value", "local_object_reference", "ephemeral_container_common"}
+INLINE_IN = {("api/core/v1/Probe", "handler")}
+
 ATTR = re.compile(r'#\[prost\(([^)]*)\)\]')
 messages = {}
 for path in glob.glob(os.path.join(PB, "src/**/mod.rs"), recursive=True):
@@ -78,6 +83,8 @@ for path in glob.glob(os.path.join(PB, "src/**/mod.rs"), recursive=True):
                     base = base[:-1]
                 ref = "/".join(base + parts)
             jn = json_names.get(name, camel(name))
+            if name in INLINE or (current, name) in INLINE_IN:
+                jn = ""
             messages[current].append([tag, jn, kind if kind != "map" else "map:" + scalar, ref, repeated])
         i += 1
 
@@ -91,6 +98,11 @@ ROOTS = {
     "scheduling.k8s.io/v1/PriorityClass": "api/scheduling/v1/PriorityClass", "autoscaling/v1/Scale": "api/autoscaling/v1/Scale",
     "meta.k8s.io/v1/DeleteOptions": "apimachinery/pkg/apis/meta/v1/DeleteOptions",
     "v1/DeleteOptions": "apimachinery/pkg/apis/meta/v1/DeleteOptions",
+    "v1/Secret": "api/core/v1/Secret", "v1/ServiceAccount": "api/core/v1/ServiceAccount",
+    "authentication.k8s.io/v1/TokenRequest": "api/authentication/v1/TokenRequest",
+    "networking.k8s.io/v1/Ingress": "api/networking/v1/Ingress",
+    "networking.k8s.io/v1/IngressClass": "api/networking/v1/IngressClass",
+    "networking.k8s.io/v1/NetworkPolicy": "api/networking/v1/NetworkPolicy",
 }
 # Types with their own JSON form: decoded by hand, their fields are not needed beyond these.
 SPECIAL = {"apimachinery/pkg/apis/meta/v1/Time", "apimachinery/pkg/apis/meta/v1/MicroTime",

@@ -48,6 +48,7 @@ pub fn check_namespace(state: &AppState, info: &ResourceInfo, obj: &Value) -> Ap
 pub fn on_create(state: &AppState, info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
     match (info.group, info.kind) {
         ("", "Pod") => {
+            crate::identity::admit_pod(state, info, obj)?;
             resolve_priority(state, info, obj)?;
             resolve_runtime_class(state, info, obj)
         }

@@ -24,6 +24,7 @@ fn kind_fields(info: &ResourceInfo) -> &'static [(&'static str, &'static str)] {
         ],
         ("", "Node") => &[("spec.unschedulable", "/spec/unschedulable")],
         ("", "Namespace") => &[("status.phase", "/status/phase")],
+        ("", "Secret") => &[("type", "/type")],
         ("", "Event") => &[
             ("involvedObject.kind", "/involvedObject/kind"),
             ("involvedObject.namespace", "/involvedObject/namespace"),

@@ -13,6 +13,7 @@ mod fieldmanager;
 mod filter;
 pub mod fuzzing;
 pub mod handlers;
+mod identity;
 mod kinds;
 mod object;
 mod openapi;
@@ -86,6 +87,8 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
+    #[error("the cluster CA: {0}")]
+    Keys(#[source] identity::KeyError),
     #[error("creating the initial namespaces: {0}")]
     Bootstrap(#[source] ApiError),
     #[error("serving HTTP: {0}")]
@@ -215,12 +218,14 @@ pub async fn serve(
             source,
         }
     })?;
+    let keys = identity::Keys::load_or_create(&config.data_dir).map_err(ServerError::Keys)?;
     let objects = storage::Objects::new(store.clone());
     bootstrap(&objects).await.map_err(ServerError::Bootstrap)?;
     let state = state::AppState(Arc::new(state::Shared {
         objects,
         kinds: kinds::Kinds::default(),
         tokens,
+        keys: Arc::new(keys),
         shutdown: shutdown.clone(),
         bookmark_interval: config.bookmark_interval,
     }));

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::identity::Keys;
 use crate::kinds::Kinds;
 use crate::policy::UserInfo;
 use crate::storage::Objects;
@@ -16,6 +17,8 @@ pub struct Shared {
     pub kinds: Kinds,
     /// Bearer tokens accepted, with their users; `None`: no authentication.
     pub tokens: Option<HashMap<String, UserInfo>>,
+    /// The cluster CA and the ServiceAccount token keys.
+    pub keys: Arc<Keys>,
     /// Cancelled when the server stops: watches end.
     pub shutdown: CancellationToken,
     /// How often a watch with `allowWatchBookmarks` gets a BOOKMARK.

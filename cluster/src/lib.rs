@@ -211,6 +211,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
         if let Some(bin) = &cm_bin {
             let log = layout.log("controller-manager");
             let mut args = master.clone();
+            // The CA the API server generated into its data dir, for `kube-root-ca.crt`.
+            args.extend([
+                "--root-ca-file".into(),
+                layout.apiserver_data().join("ca.crt").display().to_string(),
+            ]);
             if let Some(grace) = config.node_monitor_grace_period {
                 args.extend([
                     "--node-monitor-grace-period".into(),

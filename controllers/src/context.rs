@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::Resource;
 use tinykube_client::reflector::{Informer, Notification, Store};
@@ -89,6 +89,7 @@ pub struct Context {
     pub namespaces: Shared<Namespace>,
     pub configmaps: Shared<ConfigMap>,
     pub poddisruptionbudgets: Shared<PodDisruptionBudget>,
+    pub serviceaccounts: Shared<ServiceAccount>,
     /// Host name for event sources.
     pub host: String,
     recorders: Mutex<HashMap<String, Arc<EventRecorder>>>,
@@ -111,6 +112,8 @@ pub struct Options {
     /// How often the garbage collector compares its monitors with discovery (custom
     /// resources appear and disappear with their CRDs); upstream's is a fixed 30s.
     pub gc_resync_period: std::time::Duration,
+    /// The CA certificate the root CA publisher puts in every namespace (`--root-ca-file`).
+    pub root_ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -124,6 +127,7 @@ impl Default for Options {
             terminated_pod_gc_threshold: 12500,
             pod_gc_check_period: std::time::Duration::from_secs(20),
             gc_resync_period: std::time::Duration::from_secs(30),
+            root_ca_file: None,
         }
     }
 }
@@ -141,6 +145,7 @@ impl Context {
             namespaces: Shared::new(&client),
             configmaps: Shared::new(&client),
             poddisruptionbudgets: Shared::new(&client),
+            serviceaccounts: Shared::new(&client),
             client,
             host,
             recorders: Mutex::new(HashMap::new()),
@@ -172,6 +177,7 @@ impl Context {
             self.namespaces.take_if_used(),
             self.configmaps.take_if_used(),
             self.poddisruptionbudgets.take_if_used(),
+            self.serviceaccounts.take_if_used(),
         ]
         .into_iter()
         .flatten()

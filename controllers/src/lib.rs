@@ -20,6 +20,8 @@ pub mod owned;
 pub mod podgc;
 pub mod registry;
 pub mod replicaset;
+pub mod rootcacertpublisher;
+pub mod serviceaccount;
 pub mod ttl;
 pub mod util;
 pub mod workqueue;

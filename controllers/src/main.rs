@@ -60,6 +60,10 @@ struct Flags {
     /// resources of new CRDs are watched (tinykube's own flag; upstream's is fixed at 30s).
     #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "30s")]
     gc_resync_period: Duration,
+    /// The cluster CA certificate (PEM) the root CA publisher puts in every namespace's
+    /// `kube-root-ca.crt`: the API server's `DATA_DIR/ca.crt`.
+    #[arg(long)]
+    root_ca_file: Option<std::path::PathBuf>,
     /// Deployments synced at once.
     #[arg(long, default_value_t = 5)]
     concurrent_deployment_syncs: usize,
@@ -120,6 +124,7 @@ async fn main() {
             terminated_pod_gc_threshold: flags.terminated_pod_gc_threshold,
             pod_gc_check_period: flags.pod_gc_check_period,
             gc_resync_period: flags.gc_resync_period,
+            root_ca_file: flags.root_ca_file,
         },
     };
     let shutdown = tinykube_cli::shutdown_on_signal();

@@ -59,6 +59,14 @@ pub const CONTROLLERS: &[Entry] = &[
         name: "podgc",
         start: Some(crate::podgc::start),
     },
+    Entry {
+        name: "serviceaccount",
+        start: Some(crate::serviceaccount::start),
+    },
+    Entry {
+        name: "root-ca-cert-publisher",
+        start: Some(crate::rootcacertpublisher::start),
+    },
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

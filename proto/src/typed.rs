@@ -3,6 +3,7 @@
 //! schema does not declare (what `fieldValidation=Strict` rejects and upstream prunes).
 
 use k8s_openapi::api::admissionregistration::v1 as admissionregistration;
+use k8s_openapi::api::networking::v1 as networking;
 use k8s_openapi::api::node::v1 as node;
 use k8s_openapi::api::{apps::v1 as apps, coordination::v1 as coordination, core::v1 as core};
 use k8s_openapi::api::{events::v1 as events, policy::v1 as policy, scheduling::v1 as scheduling};
@@ -34,12 +35,17 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("", "Event") => through::<core::Event>(obj),
         ("", "ConfigMap") => through::<core::ConfigMap>(obj),
         ("", "Binding") => through::<core::Binding>(obj),
+        ("", "Secret") => through::<core::Secret>(obj),
+        ("", "ServiceAccount") => through::<core::ServiceAccount>(obj),
         ("apps", "Deployment") => through::<apps::Deployment>(obj),
         ("apps", "ReplicaSet") => through::<apps::ReplicaSet>(obj),
         ("apps", "DaemonSet") => through::<apps::DaemonSet>(obj),
         ("apps", "ControllerRevision") => through::<apps::ControllerRevision>(obj),
         ("coordination.k8s.io", "Lease") => through::<coordination::Lease>(obj),
         ("events.k8s.io", "Event") => through::<events::Event>(obj),
+        ("networking.k8s.io", "Ingress") => through::<networking::Ingress>(obj),
+        ("networking.k8s.io", "IngressClass") => through::<networking::IngressClass>(obj),
+        ("networking.k8s.io", "NetworkPolicy") => through::<networking::NetworkPolicy>(obj),
         ("policy", "PodDisruptionBudget") => through::<policy::PodDisruptionBudget>(obj),
         ("policy", "Eviction") => through::<policy::Eviction>(obj),
         ("scheduling.k8s.io", "PriorityClass") => through::<scheduling::PriorityClass>(obj),

@@ -144,6 +144,15 @@ impl ApiServer {
         self.wait_healthy()
     }
 
+    /// Start again on the same data dir and port with other flags (e.g. authentication on).
+    pub fn restart_with(&mut self, extra: &[&str]) -> Result<()> {
+        self.kill9();
+        let (child, url) = spawn_apiserver(&self.data_dir(), self.port, extra)?;
+        self.child = Some(child);
+        self.url = url;
+        self.wait_healthy()
+    }
+
     /// Run the real kubectl against this server.
     pub fn kubectl(&self, args: &[&str]) -> Kubectl {
         self.kubectl_stdin(args, None)
@@ -464,11 +473,16 @@ pub struct ControllerManager {
 
 impl ControllerManager {
     /// Start with `extra` flags (e.g. `--controllers=replicaset`). Without an explicit
-    /// `--leader-elect`, leader election is off so a restarted manager acts at once.
+    /// `--leader-elect`, leader election is off so a restarted manager acts at once; as
+    /// `tinykube up` does, `--root-ca-file` is the CA in the API server's data dir.
     pub fn start(server: &ApiServer, extra: &[&str]) -> Result<ControllerManager> {
         let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         if !extra.iter().any(|a| a.starts_with("--leader-elect")) {
             args.push("--leader-elect=false".into());
+        }
+        if !extra.iter().any(|a| a.starts_with("--root-ca-file")) {
+            args.push("--root-ca-file".into());
+            args.push(server.data_dir().join("ca.crt").display().to_string());
         }
         let mut cm = ControllerManager {
             child: None,

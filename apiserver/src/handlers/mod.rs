@@ -9,6 +9,7 @@ mod options;
 mod persist;
 mod read;
 mod subresource;
+mod token;
 mod watch;
 mod write;
 
@@ -83,8 +84,8 @@ fn wants_pretty(headers: &HeaderMap, query: Option<&str>) -> bool {
     by_query || ua.starts_with("curl") || ua.starts_with("Wget") || ua.starts_with("Mozilla/5.0")
 }
 
-/// The request's user: the token's, `system:anonymous` without authentication; `None` when a
-/// token is required and missing or unknown.
+/// The request's user: the token file's, or a ServiceAccount token's; `system:anonymous`
+/// without authentication; `None` when a token is required and missing or unknown.
 fn authenticated(state: &AppState, headers: &HeaderMap) -> Option<UserInfo> {
     let Some(tokens) = &state.tokens else {
         return Some(UserInfo::anonymous());
@@ -93,8 +94,13 @@ fn authenticated(state: &AppState, headers: &HeaderMap) -> Option<UserInfo> {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .and_then(|t| tokens.get(t.trim()))
-        .cloned()
+        .and_then(|t| {
+            let t = t.trim();
+            tokens
+                .get(t)
+                .cloned()
+                .or_else(|| crate::identity::token::authenticate(state, t))
+        })
 }
 
 fn plain_not_found() -> Response {
@@ -249,6 +255,9 @@ async fn serve_target(ctx: Ctx, method: Method, body: Body) -> ApiResult<Respons
         }
         (Method::POST, true, Some("binding")) => {
             subresource::binding(ctx, &read_body(body).await?).await
+        }
+        (Method::POST, true, Some("token")) => {
+            token::create_token(ctx, &read_body(body).await?).await
         }
         (Method::POST, true, Some("eviction")) => {
             eviction::eviction(ctx, &read_body(body).await?).await

@@ -87,6 +87,8 @@ fn schemas_for(group: &str) -> Map<String, Value> {
             add::<core::Event>(&mut gen);
             add::<core::ConfigMap>(&mut gen);
             add::<core::Binding>(&mut gen);
+            add::<core::Secret>(&mut gen);
+            add::<core::ServiceAccount>(&mut gen);
             add::<tinykube_proto::api::apimachinery::pkg::apis::meta::v1::Status>(&mut gen);
         }
         "apps" => {
@@ -98,6 +100,12 @@ fn schemas_for(group: &str) -> Map<String, Value> {
         }
         "coordination.k8s.io" => add::<coordination::Lease>(&mut gen),
         "events.k8s.io" => add::<events::Event>(&mut gen),
+        "networking.k8s.io" => {
+            use tinykube_proto::api::api::networking::v1 as networking;
+            add::<networking::IngressClass>(&mut gen);
+            add::<networking::Ingress>(&mut gen);
+            add::<networking::NetworkPolicy>(&mut gen);
+        }
         "policy" => {
             add::<policy::PodDisruptionBudget>(&mut gen);
             add::<policy::Eviction>(&mut gen);
@@ -120,6 +128,7 @@ fn schema_name(info: &ResourceInfo) -> String {
         "events.k8s.io" => "events".to_string(),
         "scheduling.k8s.io" => "scheduling".to_string(),
         "node.k8s.io" => "node".to_string(),
+        "networking.k8s.io" => "networking".to_string(),
         "admissionregistration.k8s.io" => "admissionregistration".to_string(),
         g => g.to_string(),
     };

@@ -4,6 +4,7 @@
 
 mod admission;
 mod cluster;
+mod config;
 pub mod custom;
 mod workloads;
 
@@ -34,7 +35,14 @@ impl Column {
 
 fn all_columns() -> &'static HashMap<String, Vec<Column>> {
     static COLUMNS: OnceLock<HashMap<String, Vec<Column>>> = OnceLock::new();
-    COLUMNS.get_or_init(|| serde_json::from_str(include_str!("columns.json")).unwrap_or_default())
+    COLUMNS.get_or_init(|| {
+        let mut all: HashMap<String, Vec<Column>> =
+            serde_json::from_str(include_str!("columns.json")).unwrap_or_default();
+        let more: HashMap<String, Vec<Column>> =
+            serde_json::from_str(include_str!("config_networking.json")).unwrap_or_default();
+        all.extend(more);
+        all
+    })
 }
 
 /// Which printer serves a kind.
@@ -45,6 +53,11 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("", "Namespace") => "Namespace",
         ("", "Event") | ("events.k8s.io", "Event") => "Event",
         ("", "ConfigMap") => "ConfigMap",
+        ("", "Secret") => "Secret",
+        ("", "ServiceAccount") => "ServiceAccount",
+        ("networking.k8s.io", "Ingress") => "Ingress",
+        ("networking.k8s.io", "IngressClass") => "IngressClass",
+        ("networking.k8s.io", "NetworkPolicy") => "NetworkPolicy",
         ("apps", "Deployment") => "Deployment",
         ("apps", "ReplicaSet") => "ReplicaSet",
         ("apps", "DaemonSet") => "DaemonSet",
@@ -79,6 +92,11 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "Namespace" => cluster::namespace(obj, now),
         "Event" => cluster::event(obj, now, group == "events.k8s.io"),
         "ConfigMap" => cluster::config_map(obj, now),
+        "Secret" => config::secret(obj, now),
+        "ServiceAccount" => config::service_account(obj, now),
+        "Ingress" => config::ingress(obj, now),
+        "IngressClass" => config::ingress_class(obj, now),
+        "NetworkPolicy" => config::network_policy(obj, now),
         "Deployment" => workloads::deployment(obj, now),
         "ReplicaSet" => workloads::replica_set(obj, now),
         "DaemonSet" => workloads::daemon_set(obj, now),

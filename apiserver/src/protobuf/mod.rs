@@ -291,6 +291,13 @@ fn message(name: &str, bytes: &[u8]) -> Result<Value, ProtobufError> {
             }
             continue;
         }
+        if json.is_empty() && kind == "message" {
+            // An embedded Go struct (`json:",inline"`): its fields are this message's.
+            if let Value::Object(inner) = message(reference.as_deref().unwrap_or(""), r.bytes()?)? {
+                out.extend(inner);
+            }
+            continue;
+        }
         let mut values = Vec::new();
         match (kind.as_str(), wire) {
             ("message", 2) => values.push(message(reference.as_deref().unwrap_or(""), r.bytes()?)?),

@@ -9,6 +9,7 @@ mod apps;
 mod apps_status;
 pub mod cel;
 mod cluster;
+mod config;
 mod coordination;
 mod custom;
 mod events;
@@ -16,6 +17,7 @@ pub mod field;
 mod generic;
 pub mod meta;
 pub mod names;
+mod networking;
 mod node;
 mod pod;
 mod podspec;
@@ -136,6 +138,11 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("", "Node") => &cluster::NodeStrategy,
         ("", "Namespace") => &cluster::NamespaceStrategy,
         ("", "ConfigMap") => &cluster::ConfigMapStrategy,
+        ("", "Secret") => &config::SecretStrategy,
+        ("", "ServiceAccount") => &config::ServiceAccountStrategy,
+        ("networking.k8s.io", "Ingress") => &networking::IngressStrategy,
+        ("networking.k8s.io", "IngressClass") => &networking::IngressClassStrategy,
+        ("networking.k8s.io", "NetworkPolicy") => &networking::NetworkPolicyStrategy,
         ("apps", "Deployment") => &WorkloadStrategy(Workload::Deployment),
         ("apps", "ReplicaSet") => &WorkloadStrategy(Workload::ReplicaSet),
         ("apps", "DaemonSet") => &WorkloadStrategy(Workload::DaemonSet),

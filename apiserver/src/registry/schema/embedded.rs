@@ -348,7 +348,7 @@ fn path_segment_errors(name: &str, prefix: bool) -> Vec<String> {
 }
 
 /// `IsDNS1035Label`.
-fn dns1035_label_errors(s: &str) -> Vec<String> {
+pub(crate) fn dns1035_label_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 63 {
         errs.push("must be no more than 63 characters".to_string());

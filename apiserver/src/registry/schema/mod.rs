@@ -30,6 +30,7 @@
 
 mod default;
 mod embedded;
+pub(crate) use embedded::dns1035_label_errors;
 mod format;
 mod gofmt;
 mod listtype;

@@ -1,0 +1,135 @@
+//! The cluster's CA: a self-signed ECDSA P-256 certificate (`CN=kubernetes`, ten years, as
+//! kubeadm's) and its key, generated with rcgen into the API server's data dir on first start
+//! and read back afterwards. The CA's PEM is what `kube-root-ca.crt` publishes; its key signs
+//! ServiceAccount tokens (ES256).
+
+use std::path::{Path, PathBuf};
+
+use chrono::Datelike;
+use jsonwebtoken::{DecodingKey, EncodingKey};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair, KeyUsagePurpose,
+};
+
+pub const CERT_FILE: &str = "ca.crt";
+pub const KEY_FILE: &str = "ca.key";
+
+/// Why the CA could not be read or made.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("writing {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("generating the CA: {0}")]
+    Generate(#[source] rcgen::Error),
+    #[error("the key in {path} is not a usable ECDSA key: {reason}")]
+    BadKey { path: PathBuf, reason: String },
+}
+
+/// The CA certificate and the token keys made from its private key.
+pub struct Keys {
+    /// PEM of the CA certificate.
+    pub ca_pem: String,
+    pub(super) signing: EncodingKey,
+    pub(super) verifying: DecodingKey,
+}
+
+impl std::fmt::Debug for Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keys").finish_non_exhaustive()
+    }
+}
+
+fn read(path: &Path) -> Result<String, KeyError> {
+    std::fs::read_to_string(path).map_err(|source| KeyError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn write(path: &Path, text: &str, private: bool) -> Result<(), KeyError> {
+    let err = |source| KeyError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    std::fs::write(path, text).map_err(err)?;
+    if private {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// A new self-signed CA: its certificate PEM and key.
+fn generate() -> Result<(String, KeyPair), rcgen::Error> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    let mut name = DistinguishedName::new();
+    name.push(DnType::CommonName, "kubernetes");
+    params.distinguished_name = name;
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+        KeyUsagePurpose::KeyCertSign,
+    ];
+    let today = chrono::Utc::now().date_naive();
+    let (month, day) = (today.month() as u8, today.day().min(28) as u8);
+    params.not_before = rcgen::date_time_ymd(today.year(), month, day);
+    params.not_after = rcgen::date_time_ymd(today.year() + 10, month, day);
+    let cert = params.self_signed(&key)?;
+    Ok((cert.pem(), key))
+}
+
+impl Keys {
+    /// Read `ca.crt` and `ca.key` from `dir`, creating both when either is missing.
+    pub fn load_or_create(dir: &Path) -> Result<Keys, KeyError> {
+        let (cert_path, key_path) = (dir.join(CERT_FILE), dir.join(KEY_FILE));
+        let (ca_pem, key_pem) = if cert_path.exists() && key_path.exists() {
+            (read(&cert_path)?, read(&key_path)?)
+        } else {
+            let (pem, key) = generate().map_err(KeyError::Generate)?;
+            let key_pem = key.serialize_pem();
+            write(&key_path, &key_pem, true)?;
+            write(&cert_path, &pem, false)?;
+            (pem, key_pem)
+        };
+        let bad = |reason: String| KeyError::BadKey {
+            path: key_path.clone(),
+            reason,
+        };
+        let pair = KeyPair::from_pem(&key_pem).map_err(|e| bad(e.to_string()))?;
+        let signing =
+            EncodingKey::from_ec_pem(key_pem.as_bytes()).map_err(|e| bad(e.to_string()))?;
+        let verifying = DecodingKey::from_ec_pem(pair.public_key_pem().as_bytes())
+            .map_err(|e| bad(e.to_string()))?;
+        Ok(Keys {
+            ca_pem,
+            signing,
+            verifying,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ca_is_made_once_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = Keys::load_or_create(dir.path()).unwrap();
+        assert!(first.ca_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        let again = Keys::load_or_create(dir.path()).unwrap();
+        assert_eq!(first.ca_pem, again.ca_pem);
+    }
+}

@@ -1,0 +1,15 @@
+//! ServiceAccount identity: the cluster CA and signing key kept in the data dir (`keys`), the
+//! ServiceAccount tokens signed with it and their verification as bearer tokens (`token`), and
+//! upstream's ServiceAccount admission plugin for pods (`admission`).
+
+mod admission;
+mod keys;
+pub mod token;
+
+pub use admission::admit_pod;
+pub use keys::{KeyError, Keys};
+
+/// The audience and issuer of every token this server issues and accepts, upstream's
+/// defaults for a cluster domain of `cluster.local`.
+pub const API_AUDIENCE: &str = "https://kubernetes.default.svc.cluster.local";
+pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
