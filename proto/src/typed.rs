@@ -34,6 +34,8 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("", "Event") => through::<core::Event>(obj),
         ("", "ConfigMap") => through::<core::ConfigMap>(obj),
         ("", "Binding") => through::<core::Binding>(obj),
+        ("", "LimitRange") => through::<core::LimitRange>(obj),
+        ("", "ResourceQuota") => through::<core::ResourceQuota>(obj),
         ("apps", "Deployment") => through::<apps::Deployment>(obj),
         ("apps", "ReplicaSet") => through::<apps::ReplicaSet>(obj),
         ("apps", "DaemonSet") => through::<apps::DaemonSet>(obj),

@@ -14,12 +14,14 @@ mod custom;
 mod events;
 pub mod field;
 mod generic;
+mod limitrange;
 pub mod meta;
 pub mod names;
 mod node;
 mod pod;
 mod podspec;
 mod policy;
+mod quota;
 pub mod rules;
 mod scheduling;
 pub mod schema;
@@ -136,6 +138,8 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("", "Node") => &cluster::NodeStrategy,
         ("", "Namespace") => &cluster::NamespaceStrategy,
         ("", "ConfigMap") => &cluster::ConfigMapStrategy,
+        ("", "LimitRange") => &limitrange::LimitRangeStrategy,
+        ("", "ResourceQuota") => &quota::ResourceQuotaStrategy,
         ("apps", "Deployment") => &WorkloadStrategy(Workload::Deployment),
         ("apps", "ReplicaSet") => &WorkloadStrategy(Workload::ReplicaSet),
         ("apps", "DaemonSet") => &WorkloadStrategy(Workload::DaemonSet),
