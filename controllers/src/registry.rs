@@ -59,6 +59,10 @@ pub const CONTROLLERS: &[Entry] = &[
         name: "podgc",
         start: Some(crate::podgc::start),
     },
+    Entry {
+        name: "resourcequota",
+        start: Some(crate::resourcequota::start),
+    },
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
