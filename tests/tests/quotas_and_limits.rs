@@ -393,13 +393,13 @@ fn quota_and_limit_range_validation() {
     let refused = server.kubectl_stdin(&["apply", "-f", "-"], Some(bad_lr));
     assert_eq!(
         refused.fails(),
-        "The LimitRange \"bad\" is invalid: \n* spec.limits[0].min[cpu]: Invalid value: \"1\": min value 1 is greater than max value 500m\n* spec.limits[0].defaultRequest[cpu]: Invalid value: \"500m\": min value 1 is greater than default request value 500m\n* spec.limits[0].default[cpu]: Invalid value: \"1\": min value 1 is greater than default value 500m\n"
+        "The LimitRange \"bad\" is invalid: \n* spec.limits[0].min[cpu]: Invalid value: resource.Quantity{i:resource.int64Amount{value:1, scale:0}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"1\", Format:\"DecimalSI\"}: min value 1 is greater than max value 500m\n* spec.limits[0].defaultRequest[cpu]: Invalid value: resource.Quantity{i:resource.int64Amount{value:500, scale:-3}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"500m\", Format:\"DecimalSI\"}: min value 1 is greater than default request value 500m\n* spec.limits[0].default[cpu]: Invalid value: resource.Quantity{i:resource.int64Amount{value:1, scale:0}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"1\", Format:\"DecimalSI\"}: min value 1 is greater than default value 500m\n"
     );
-    let bad_quota = "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: bad\nspec:\n  hard:\n    pods: 1.5\n";
+    let bad_quota = "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: bad\nspec:\n  hard:\n    pods: 1500m\n";
     let refused = server.kubectl_stdin(&["apply", "-f", "-"], Some(bad_quota));
     assert_eq!(
         refused.fails(),
-        "The ResourceQuota \"bad\" is invalid: spec.hard[pods]: Invalid value: \"1500m\": must be an integer\n"
+        "The ResourceQuota \"bad\" is invalid: spec.hard[pods]: Invalid value: resource.Quantity{i:resource.int64Amount{value:1500, scale:-3}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"1500m\", Format:\"DecimalSI\"}: must be an integer\n"
     );
 }
 

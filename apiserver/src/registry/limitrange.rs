@@ -11,7 +11,7 @@ use tinykube_proto::quantity::Quantity;
 
 use super::field::FieldError;
 use super::names::{validate_object_meta, NameRule};
-use super::quota::resource_name;
+use super::quota::{go_quantity, resource_name};
 use super::rules::{container_resource_name, invalid_quantity, qualified_name_errors, quantity};
 use super::Strategy;
 
@@ -154,7 +154,7 @@ fn validate_item(i: usize, item: &Value, errs: &mut Vec<FieldError>) -> Option<S
             ratio.get(k),
         );
         let mut bad = |f: &str, v: &Quantity, msg: String| {
-            errs.push(FieldError::invalid(path(f), v.to_string(), msg))
+            errs.push(FieldError::invalid_go(path(f), go_quantity(v), msg))
         };
         if let (Some(mn), Some(mx)) = (mn, mx) {
             if mn > mx {
@@ -315,7 +315,7 @@ mod tests {
             (json!([{"default": {"memory": "512Mi"}, "defaultRequest": {"memory": "256Mi"}, "type": "Container"}]), vec![]),
             (
                 json!([{"min": {"cpu": "1"}, "max": {"cpu": "500m"}, "type": "Container"}]),
-                vec!["spec.limits[0].min[cpu]: Invalid value: \"1\": min value 1 is greater than max value 500m"],
+                vec!["spec.limits[0].min[cpu]: Invalid value: resource.Quantity{i:resource.int64Amount{value:1, scale:0}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"1\", Format:\"DecimalSI\"}: min value 1 is greater than max value 500m"],
             ),
             (
                 json!([{"default": {"cpu": "1"}, "type": "Pod"}]),
@@ -335,11 +335,11 @@ mod tests {
             ),
             (
                 json!([{"maxLimitRequestRatio": {"cpu": "500m"}, "type": "Container"}]),
-                vec!["spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: \"500m\": ratio 500m is less than 1"],
+                vec!["spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: resource.Quantity{i:resource.int64Amount{value:500, scale:-3}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"500m\", Format:\"DecimalSI\"}: ratio 500m is less than 1"],
             ),
             (
                 json!([{"min": {"cpu": "1"}, "max": {"cpu": "2"}, "maxLimitRequestRatio": {"cpu": "4"}, "type": "Pod"}]),
-                vec!["spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: \"4\": ratio 4 is greater than max/min = 2.000000"],
+                vec!["spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: resource.Quantity{i:resource.int64Amount{value:4, scale:0}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"4\", Format:\"DecimalSI\"}: ratio 4 is greater than max/min = 2.000000"],
             ),
         ];
         for (limits, want) in cases {

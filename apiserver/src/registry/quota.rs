@@ -5,6 +5,7 @@
 //! create, kept by spec updates.
 
 use serde_json::Value;
+use tinykube_proto::quantity::Quantity;
 
 use super::field::FieldError;
 use super::names::{validate_object_meta, NameRule};
@@ -93,6 +94,41 @@ fn is_hugepages(name: &str) -> bool {
     name.starts_with("hugepages-") || name.starts_with("requests.hugepages-")
 }
 
+/// A quantity as upstream's field errors print a `resource.Quantity` value (Go's `%#v`: it has
+/// no value-receiver `String()`): its int64 amount (the digits and the power of ten or, for
+/// binary suffixes, the whole number), no big decimal, the canonical text and the format.
+pub(super) fn go_quantity(q: &Quantity) -> String {
+    let text = q.to_string();
+    let digits_end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(text.len());
+    let (digits, suffix) = text.split_at(digits_end);
+    let number: i64 = digits.parse().unwrap_or(0);
+    let binary = |p: u32| (number.saturating_mul(1 << (10 * p)), 0, "BinarySI");
+    let (value, scale, format) = match suffix {
+        "n" => (number, -9, "DecimalSI"),
+        "u" => (number, -6, "DecimalSI"),
+        "m" => (number, -3, "DecimalSI"),
+        "k" => (number, 3, "DecimalSI"),
+        "M" => (number, 6, "DecimalSI"),
+        "G" => (number, 9, "DecimalSI"),
+        "T" => (number, 12, "DecimalSI"),
+        "P" => (number, 15, "DecimalSI"),
+        "E" => (number, 18, "DecimalSI"),
+        "Ki" => binary(1),
+        "Mi" => binary(2),
+        "Gi" => binary(3),
+        "Ti" => binary(4),
+        "Pi" => binary(5),
+        "Ei" => binary(6),
+        e if e.starts_with('e') => (number, e[1..].parse().unwrap_or(0), "DecimalExponent"),
+        _ => (number, 0, "DecimalSI"),
+    };
+    format!(
+        "resource.Quantity{{i:resource.int64Amount{{value:{value}, scale:{scale}}}, d:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:{text:?}, Format:{format:?}}}"
+    )
+}
+
 /// Upstream's IsExtendedResourceName: a domain outside `kubernetes.io`, not `requests.`-prefixed.
 pub(super) fn is_extended(name: &str) -> bool {
     name.contains('/')
@@ -149,9 +185,9 @@ fn quantity_value(field: &str, name: &str, v: &Value) -> Vec<FieldError> {
     }
     let integer = INTEGER_RESOURCES.contains(&name) || is_extended(name);
     if integer && q.milli_value() % 1000 != 0 {
-        errs.push(FieldError::invalid(
+        errs.push(FieldError::invalid_go(
             field,
-            q.to_string(),
+            go_quantity(&q),
             "must be an integer",
         ));
     }
@@ -394,7 +430,7 @@ mod tests {
             (json!({"hard": {"requests.nvidia.com/gpu": "4", "hugepages-2Mi": "1Gi"}}), vec![]),
             (
                 json!({"hard": {"pods": "1.5"}}),
-                vec!["spec.hard[pods]: Invalid value: \"1500m\": must be an integer"],
+                vec!["spec.hard[pods]: Invalid value: resource.Quantity{i:resource.int64Amount{value:1500, scale:-3}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"1500m\", Format:\"DecimalSI\"}: must be an integer"],
             ),
             (
                 json!({"hard": {"memory": "-1Gi"}}),
