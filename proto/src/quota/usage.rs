@@ -424,7 +424,9 @@ fn pod_in_scope(s: &ScopeRequirement, pod: &Value) -> bool {
             match s.operator.as_str() {
                 "Exists" => !class.is_empty(),
                 "In" => s.values.iter().any(|v| v == class),
-                "NotIn" => !s.values.iter().any(|v| v == class),
+                // As a label selector over {PriorityClass: name}, a label absent when unnamed.
+                "NotIn" => class.is_empty() || !s.values.iter().any(|v| v == class),
+                "DoesNotExist" => class.is_empty(),
                 _ => false,
             }
         }
