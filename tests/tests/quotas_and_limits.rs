@@ -454,6 +454,16 @@ fn concurrent_creates_never_exceed_a_quota() {
     });
     assert_eq!(created, 6);
     assert_eq!(used(), r#"{"count/configmaps":"3","pods":"3"}"#);
+    // Deleting an object of any counted kind gives its share back.
+    let names = server.kubectl(&["get", "configmaps", "-n", "race", "-o", "name"]);
+    let first = names.ok().lines().next().unwrap().to_string();
+    server.kubectl(&["delete", &first, "-n", "race"]).ok();
+    assert!(
+        eventually(Duration::from_secs(10), || used()
+            == r#"{"count/configmaps":"2","pods":"3"}"#),
+        "{}",
+        used()
+    );
 }
 
 #[test]

@@ -29,6 +29,8 @@ use crate::workqueue::WorkQueue;
 
 /// Upstream's `--resource-quota-sync-period` default: every quota is recounted this often.
 pub const RESYNC: Duration = Duration::from_secs(300);
+/// How often a resource missing from discovery (a CRD not installed yet) may refresh it.
+pub const DISCOVERY_MISS_PERIOD: Duration = Duration::from_secs(5);
 
 pub struct Controller {
     pub ctx: Arc<Context>,
@@ -37,8 +39,9 @@ pub struct Controller {
     pub queue: WorkQueue,
     /// Resources (`group/plural`) whose deletions are being watched.
     watched: Mutex<HashSet<String>>,
-    /// Discovery, refreshed when a quota names a resource it does not know.
-    pub(crate) resources: Mutex<Vec<ApiResource>>,
+    /// Discovery and when it was read, refreshed when a quota names a resource it does not
+    /// know (at most every [`DISCOVERY_MISS_PERIOD`]).
+    pub(crate) resources: Mutex<(Vec<ApiResource>, Option<std::time::Instant>)>,
 }
 
 /// Subscribe to pods, watch quotas, and return the controller's run future.
@@ -57,7 +60,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         quotas: informer.store(),
         queue: WorkQueue::new(),
         watched: Mutex::new(HashSet::from(["/pods".to_string()])),
-        resources: Mutex::new(Vec::new()),
+        resources: Mutex::new((Vec::new(), None)),
     });
     Box::pin(async move {
         let Some(pod_events) = pod_events else {

@@ -104,7 +104,8 @@ fn api_list(list: &ResourceList) -> std::collections::BTreeMap<String, ApiQuanti
 }
 
 impl Controller {
-    /// The served resource `group/plural`, from discovery (refreshed once on a miss).
+    /// The served resource `group/plural`, from discovery (refreshed on a miss, at most every
+    /// `DISCOVERY_MISS_PERIOD`).
     async fn resource(
         &self,
         quota: &str,
@@ -116,8 +117,17 @@ impl Controller {
                 .find(|r| r.group == group && r.plural == plural)
                 .cloned()
         };
-        if let Some(r) = find(&self.resources.lock().unwrap_or_else(|e| e.into_inner())) {
-            return Ok(Some(r));
+        {
+            let known = self.resources.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(r) = find(&known.0) {
+                return Ok(Some(r));
+            }
+            if known
+                .1
+                .is_some_and(|at| at.elapsed() < super::DISCOVERY_MISS_PERIOD)
+            {
+                return Ok(None);
+            }
         }
         let fresh = discover(&self.ctx.client)
             .await
@@ -126,7 +136,8 @@ impl Controller {
                 source,
             })?;
         let found = find(&fresh);
-        *self.resources.lock().unwrap_or_else(|e| e.into_inner()) = fresh;
+        *self.resources.lock().unwrap_or_else(|e| e.into_inner()) =
+            (fresh, Some(std::time::Instant::now()));
         Ok(found)
     }
 
@@ -143,7 +154,9 @@ impl Controller {
             .unwrap_or(0);
         let mut computed = ResourceList::new();
         for (group, plural) in counted_resources(hard.keys().map(String::as_str)) {
+            // A resource that is not served (yet) has no objects: its usage is zero.
             let Some(resource) = self.resource(key, &group, &plural).await? else {
+                computed = add(&computed, &usage_of(&group, &plural, &quota, &[], now));
                 continue;
             };
             let api = DynamicApi::new(self.ctx.client.clone(), resource.clone(), Some(ns));
