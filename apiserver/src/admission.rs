@@ -1,7 +1,12 @@
 //! Admission that needs other objects: the namespace must exist and not be terminating, a pod's
-//! priority comes from its PriorityClass and its overhead and scheduling constraints from its
-//! RuntimeClass, a new Node gets the not-ready taint
-//! (TaintNodesByCondition), a Namespace its `kubernetes.io/metadata.name` label.
+//! requests and limits are defaulted and bounded by the namespace's LimitRanges
+//! (`limitranger`), its priority comes from its PriorityClass and its overhead and scheduling
+//! constraints from its RuntimeClass, a new Node gets the not-ready taint
+//! (TaintNodesByCondition), a Namespace its `kubernetes.io/metadata.name` label, and a
+//! namespaced create is charged to the namespace's ResourceQuotas (`resourcequota`).
+
+mod limitranger;
+mod resourcequota;
 
 use serde_json::{json, Value};
 use tinykube_proto::registry::{self, ResourceInfo};
@@ -9,6 +14,8 @@ use tinykube_proto::registry::{self, ResourceInfo};
 use crate::error::{ApiError, ApiResult, Qualified};
 use crate::object::{self, meta_mut};
 use crate::state::AppState;
+
+pub use resourcequota::{release, Charged};
 
 fn forbidden(info: &ResourceInfo, name: &str, why: String) -> ApiError {
     ApiError::ForbiddenNamed {
@@ -48,6 +55,7 @@ pub fn check_namespace(state: &AppState, info: &ResourceInfo, obj: &Value) -> Ap
 pub fn on_create(state: &AppState, info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
     match (info.group, info.kind) {
         ("", "Pod") => {
+            default_limits(state, info, obj)?;
             crate::identity::admit_pod(state, info, obj)?;
             resolve_priority(state, info, obj)?;
             resolve_runtime_class(state, info, obj)
@@ -67,6 +75,50 @@ pub fn on_create(state: &AppState, info: &ResourceInfo, obj: &mut Value) -> ApiR
         }
         _ => Ok(()),
     }
+}
+
+fn limit_ranges(state: &AppState, obj: &Value) -> ApiResult<Vec<Value>> {
+    let lr_info = registry::builtin("", "v1", "limitranges").expect("limitranges are served");
+    let ns = object::namespace(obj).unwrap_or("default");
+    Ok(state.objects.list(lr_info, Some(ns), None, None)?.items)
+}
+
+/// LimitRanger's mutation: the namespace's Container defaults fill what a new pod's
+/// containers leave out. The pod's QoS class follows its new resources.
+fn default_limits(state: &AppState, info: &ResourceInfo, pod: &mut Value) -> ApiResult<()> {
+    let mut changed = false;
+    for lr in limit_ranges(state, pod)? {
+        changed |= limitranger::default_pod(&lr, pod);
+    }
+    if changed {
+        crate::registry::strategy(info).prepare_for_create(pod);
+    }
+    Ok(())
+}
+
+/// The validating admission of a create, after the object's own validation and the
+/// admission policies, in upstream's plugin order: LimitRanger's bounds on pods and claims,
+/// then ResourceQuota, which charges the object to the namespace's quotas unless `dry_run`
+/// (give the charge back with [`release`] if the object is not stored).
+pub async fn validate_create(
+    state: &AppState,
+    info: &ResourceInfo,
+    obj: &Value,
+    dry_run: bool,
+) -> ApiResult<Charged> {
+    let check: Option<fn(&Value, &Value) -> Option<String>> = match (info.group, info.plural) {
+        ("", "pods") => Some(limitranger::validate_pod),
+        ("", "persistentvolumeclaims") => Some(limitranger::validate_claim),
+        _ => None,
+    };
+    if let Some(check) = check {
+        for lr in limit_ranges(state, obj)? {
+            if let Some(why) = check(&lr, obj) {
+                return Err(forbidden(info, object::name(obj), why));
+            }
+        }
+    }
+    resourcequota::admit(state, info, obj, dry_run).await
 }
 
 /// Priority admission: `spec.priority` (and `preemptionPolicy`) from the named PriorityClass,

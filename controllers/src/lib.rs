@@ -20,6 +20,7 @@ pub mod owned;
 pub mod podgc;
 pub mod registry;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod ttl;

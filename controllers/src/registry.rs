@@ -67,6 +67,10 @@ pub const CONTROLLERS: &[Entry] = &[
         name: "root-ca-cert-publisher",
         start: Some(crate::rootcacertpublisher::start),
     },
+    Entry {
+        name: "resourcequota",
+        start: Some(crate::resourcequota::start),
+    },
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

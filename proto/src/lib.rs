@@ -13,6 +13,7 @@ pub mod names;
 pub mod node_affinity;
 pub mod patch;
 pub mod quantity;
+pub mod quota;
 pub mod registry;
 pub mod taints;
 pub mod typed;

@@ -35,6 +35,8 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("", "Event") => through::<core::Event>(obj),
         ("", "ConfigMap") => through::<core::ConfigMap>(obj),
         ("", "Binding") => through::<core::Binding>(obj),
+        ("", "LimitRange") => through::<core::LimitRange>(obj),
+        ("", "ResourceQuota") => through::<core::ResourceQuota>(obj),
         ("", "Secret") => through::<core::Secret>(obj),
         ("", "ServiceAccount") => through::<core::ServiceAccount>(obj),
         ("apps", "Deployment") => through::<apps::Deployment>(obj),

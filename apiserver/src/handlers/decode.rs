@@ -3,6 +3,7 @@
 //! gives the object. Every handler that takes an object in its body uses it.
 
 use serde_json::Value;
+use tinykube_proto::quantity::Quantity;
 use tinykube_proto::registry::ResourceInfo;
 
 use super::Ctx;
@@ -38,30 +39,47 @@ fn schema_of(info: &ResourceInfo) -> (&'static str, &'static str) {
 }
 
 /// Quantity fields that YAML often writes as numbers (`cpu: 1`): upstream accepts them, the
-/// typed decoder wants strings.
+/// typed decoder wants strings; and upstream keeps every quantity in its canonical form
+/// (`0.5` is served as `500m`, `1024Mi` as `1Gi`).
 const QUANTITY_MAPS: &[&str] = &["limits", "requests", "capacity", "allocatable", "overhead"];
+/// The same in LimitRanges and ResourceQuotas only (a CRD's `default` is any value).
+const QUOTA_MAPS: &[&str] = &[
+    "default",
+    "defaultRequest",
+    "max",
+    "min",
+    "maxLimitRequestRatio",
+    "hard",
+    "used",
+];
 
-fn stringify_quantities(v: &mut Value) {
+/// A quantity in its canonical string form; a value that is not one is left for validation.
+fn canonical_quantity(val: &mut Value) {
+    if let Value::Number(n) = val {
+        *val = Value::String(n.to_string());
+    }
+    if let Some(q) = val.as_str().and_then(|s| Quantity::parse(s).ok()) {
+        *val = Value::String(q.to_string());
+    }
+}
+
+fn stringify_quantities(v: &mut Value, extra: &[&str]) {
     match v {
         Value::Object(m) => {
             for (k, child) in m.iter_mut() {
-                if QUANTITY_MAPS.contains(&k.as_str()) {
+                if QUANTITY_MAPS.contains(&k.as_str()) || extra.contains(&k.as_str()) {
                     if let Value::Object(q) = child {
-                        for val in q.values_mut() {
-                            if let Value::Number(n) = val {
-                                *val = Value::String(n.to_string());
-                            }
-                        }
+                        q.values_mut().for_each(canonical_quantity);
                     }
                 } else if k == "sizeLimit" {
                     if let Value::Number(n) = child {
                         *child = Value::String(n.to_string());
                     }
                 }
-                stringify_quantities(child);
+                stringify_quantities(child, extra);
             }
         }
-        Value::Array(a) => a.iter_mut().for_each(stringify_quantities),
+        Value::Array(a) => a.iter_mut().for_each(|x| stringify_quantities(x, extra)),
         _ => {}
     }
 }
@@ -121,7 +139,11 @@ pub(super) fn admit_body(
             (pruned, unknown)
         }
         None => {
-            stringify_quantities(&mut raw);
+            let extra = match (group, kind) {
+                ("", "LimitRange" | "ResourceQuota") => QUOTA_MAPS,
+                _ => &[],
+            };
+            stringify_quantities(&mut raw, extra);
             let normalized = tinykube_proto::typed::normalize(group, kind, &raw)
                 .map_err(|e| cannot(e.to_string()))?;
             let unknown = tinykube_proto::typed::unknown_fields(&raw, &normalized);

@@ -152,6 +152,7 @@ pub(super) async fn create_object(
         }
         let attrs = attributes(ctx, "", Operation::Create, Some(&candidate), None);
         let admitted = policy::admit(&ctx.state, &attrs)?;
+        let charged = admission::validate_create(&ctx.state, info, &candidate, dry_run).await?;
         if attempt == 0 {
             warnings.extend(strategy.warnings(&candidate));
             warnings.extend(admitted);
@@ -166,7 +167,11 @@ pub(super) async fn create_object(
                 &warnings,
             ));
         }
-        match ctx.state.objects.create(info, &candidate).await {
+        let created = ctx.state.objects.create(info, &candidate).await;
+        if created.is_err() {
+            admission::release(&ctx.state, charged).await;
+        }
+        match created {
             Ok(stored) => {
                 let out = convert::outgoing(info, stored);
                 return Ok(with_warnings(

@@ -87,6 +87,8 @@ fn schemas_for(group: &str) -> Map<String, Value> {
             add::<core::Event>(&mut gen);
             add::<core::ConfigMap>(&mut gen);
             add::<core::Binding>(&mut gen);
+            add::<core::LimitRange>(&mut gen);
+            add::<core::ResourceQuota>(&mut gen);
             add::<core::Secret>(&mut gen);
             add::<core::ServiceAccount>(&mut gen);
             add::<tinykube_proto::api::apimachinery::pkg::apis::meta::v1::Status>(&mut gen);

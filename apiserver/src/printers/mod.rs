@@ -6,6 +6,7 @@ mod admission;
 mod cluster;
 mod config;
 pub mod custom;
+mod quota;
 mod workloads;
 
 use std::collections::HashMap;
@@ -53,6 +54,7 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("", "Namespace") => "Namespace",
         ("", "Event") | ("events.k8s.io", "Event") => "Event",
         ("", "ConfigMap") => "ConfigMap",
+        ("", "ResourceQuota") => "ResourceQuota",
         ("", "Secret") => "Secret",
         ("", "ServiceAccount") => "ServiceAccount",
         ("networking.k8s.io", "Ingress") => "Ingress",
@@ -92,6 +94,7 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "Namespace" => cluster::namespace(obj, now),
         "Event" => cluster::event(obj, now, group == "events.k8s.io"),
         "ConfigMap" => cluster::config_map(obj, now),
+        "ResourceQuota" => quota::resource_quota(obj, now),
         "Secret" => config::secret(obj, now),
         "ServiceAccount" => config::service_account(obj, now),
         "Ingress" => config::ingress(obj, now),

@@ -15,6 +15,7 @@ mod custom;
 mod events;
 pub mod field;
 mod generic;
+mod limitrange;
 pub mod meta;
 pub mod names;
 mod networking;
@@ -22,6 +23,7 @@ mod node;
 mod pod;
 mod podspec;
 mod policy;
+mod quota;
 pub mod rules;
 mod scheduling;
 pub mod schema;
@@ -138,6 +140,8 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("", "Node") => &cluster::NodeStrategy,
         ("", "Namespace") => &cluster::NamespaceStrategy,
         ("", "ConfigMap") => &cluster::ConfigMapStrategy,
+        ("", "LimitRange") => &limitrange::LimitRangeStrategy,
+        ("", "ResourceQuota") => &quota::ResourceQuotaStrategy,
         ("", "Secret") => &config::SecretStrategy,
         ("", "ServiceAccount") => &config::ServiceAccountStrategy,
         ("networking.k8s.io", "Ingress") => &networking::IngressStrategy,
