@@ -3,6 +3,7 @@
 //! schema does not declare (what `fieldValidation=Strict` rejects and upstream prunes).
 
 use k8s_openapi::api::admissionregistration::v1 as admissionregistration;
+use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::api::node::v1 as node;
 use k8s_openapi::api::{apps::v1 as apps, coordination::v1 as coordination, core::v1 as core};
 use k8s_openapi::api::{events::v1 as events, policy::v1 as policy, scheduling::v1 as scheduling};
@@ -34,6 +35,8 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("", "Event") => through::<core::Event>(obj),
         ("", "ConfigMap") => through::<core::ConfigMap>(obj),
         ("", "Binding") => through::<core::Binding>(obj),
+        ("", "Service") => through::<core::Service>(obj),
+        ("", "Endpoints") => through::<core::Endpoints>(obj),
         ("apps", "Deployment") => through::<apps::Deployment>(obj),
         ("apps", "ReplicaSet") => through::<apps::ReplicaSet>(obj),
         ("apps", "DaemonSet") => through::<apps::DaemonSet>(obj),
@@ -44,6 +47,7 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("policy", "Eviction") => through::<policy::Eviction>(obj),
         ("scheduling.k8s.io", "PriorityClass") => through::<scheduling::PriorityClass>(obj),
         ("node.k8s.io", "RuntimeClass") => through::<node::RuntimeClass>(obj),
+        ("discovery.k8s.io", "EndpointSlice") => through::<discovery::EndpointSlice>(obj),
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
             through::<admissionregistration::ValidatingAdmissionPolicy>(obj)
         }

@@ -5,6 +5,7 @@
 mod admission;
 mod cluster;
 pub mod custom;
+mod services;
 mod workloads;
 
 use std::collections::HashMap;
@@ -45,6 +46,9 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("", "Namespace") => "Namespace",
         ("", "Event") | ("events.k8s.io", "Event") => "Event",
         ("", "ConfigMap") => "ConfigMap",
+        ("", "Service") => "Service",
+        ("", "Endpoints") => "Endpoints",
+        ("discovery.k8s.io", "EndpointSlice") => "EndpointSlice",
         ("apps", "Deployment") => "Deployment",
         ("apps", "ReplicaSet") => "ReplicaSet",
         ("apps", "DaemonSet") => "DaemonSet",
@@ -79,6 +83,9 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "Namespace" => cluster::namespace(obj, now),
         "Event" => cluster::event(obj, now, group == "events.k8s.io"),
         "ConfigMap" => cluster::config_map(obj, now),
+        "Service" => services::service(obj, now),
+        "Endpoints" => services::endpoints(obj, now),
+        "EndpointSlice" => services::endpoint_slice(obj, now),
         "Deployment" => workloads::deployment(obj, now),
         "ReplicaSet" => workloads::replica_set(obj, now),
         "DaemonSet" => workloads::daemon_set(obj, now),

@@ -11,6 +11,7 @@ pub mod cel;
 mod cluster;
 mod coordination;
 mod custom;
+mod endpoints;
 mod events;
 pub mod field;
 mod generic;
@@ -24,6 +25,7 @@ pub mod rules;
 mod scheduling;
 pub mod schema;
 mod semantic;
+pub mod service;
 mod workloads;
 
 use std::sync::Arc;
@@ -136,6 +138,9 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("", "Node") => &cluster::NodeStrategy,
         ("", "Namespace") => &cluster::NamespaceStrategy,
         ("", "ConfigMap") => &cluster::ConfigMapStrategy,
+        ("", "Service") => &service::ServiceStrategy,
+        ("", "Endpoints") => &endpoints::EndpointsStrategy,
+        ("discovery.k8s.io", "EndpointSlice") => &endpoints::EndpointSliceStrategy,
         ("apps", "Deployment") => &WorkloadStrategy(Workload::Deployment),
         ("apps", "ReplicaSet") => &WorkloadStrategy(Workload::ReplicaSet),
         ("apps", "DaemonSet") => &WorkloadStrategy(Workload::DaemonSet),
