@@ -1,4 +1,5 @@
-//! tinykube-controller-manager: the controllers that make workloads happen (ReplicaSet, DaemonSet,
+//! tinykube-controller-manager: the controllers that make workloads happen (Endpoints and
+//! EndpointSlices of Services, ReplicaSet, DaemonSet,
 //! Deployment, the garbage collectors of owned objects and of pods, namespace lifecycle, node
 //! lifecycle, disruption budgets, node TTLs), each a reconcile loop over shared informer caches
 //! with a rate-limited work queue keyed by object.

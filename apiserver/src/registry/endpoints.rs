@@ -89,7 +89,7 @@ impl EndpointsStrategy {
             let not_ready = items(subset.get("notReadyAddresses"));
             if ready.is_empty() && not_ready.is_empty() {
                 errs.push(FieldError::required(
-                    format!("{at}"),
+                    at.clone(),
                     "must specify `addresses` or `notReadyAddresses`",
                 ));
             }

@@ -542,7 +542,7 @@ fn validate_families(obj: &Value) -> Vec<FieldError> {
             policy,
             &supported,
         ));
-    } else if policy == "RequireDualStack" && !(headless(obj) && !has_selector(obj)) {
+    } else if policy == "RequireDualStack" && (!headless(obj) || has_selector(obj)) {
         errs.push(FieldError::invalid(
             "spec.ipFamilyPolicy",
             policy,

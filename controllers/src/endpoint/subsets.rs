@@ -19,20 +19,20 @@ fn ip_key(a: &EndpointAddress) -> (Option<IpAddr>, String) {
 /// Port sets are grouped by their (name, port, protocol) triples.
 type PortKey = Vec<(String, i32, String)>;
 
+/// One subset in the making: its ports, ready and not-ready addresses.
+type Group = (
+    Vec<EndpointPort>,
+    Vec<EndpointAddress>,
+    Vec<EndpointAddress>,
+);
+
 /// The subsets of the service's Endpoints.
 pub fn desired(svc: &Service, pods: &[Arc<Pod>]) -> Vec<EndpointSubset> {
     let spec = svc.spec.clone().unwrap_or_default();
     let publish_not_ready = spec.publish_not_ready_addresses.unwrap_or(false);
     let service_ports = spec.ports.unwrap_or_default();
     let name = svc.metadata.name.as_deref().unwrap_or_default();
-    let mut groups: BTreeMap<
-        PortKey,
-        (
-            Vec<EndpointPort>,
-            Vec<EndpointAddress>,
-            Vec<EndpointAddress>,
-        ),
-    > = BTreeMap::new();
+    let mut groups: BTreeMap<PortKey, Group> = BTreeMap::new();
     for pod in pods {
         if !should_be_in_endpoints(pod, publish_not_ready) {
             continue;
