@@ -66,7 +66,7 @@ fn slice_endpoints(server: &ApiServer) -> Vec<(String, bool)> {
 #[test]
 fn exposed_deployment_has_its_ready_pods_as_endpoints() {
     let server = ApiServer::start().unwrap();
-    let _kubelet = Kubelet::start(&server, &["--hostname-override", "worker0"]).unwrap();
+    let mut kubelet = Kubelet::start(&server, &["--hostname-override", "worker0"]).unwrap();
     let _scheduler = Scheduler::start(&server, &[]).unwrap();
     let mut manager = ControllerManager::start(&server, &[]).unwrap();
     server
@@ -166,6 +166,9 @@ fn exposed_deployment_has_its_ready_pods_as_endpoints() {
         .as_str()
         .unwrap()
         .to_string();
+    // The kubelet would write its own view (Ready) back at its next status resync: stop it,
+    // so that the pod stays as the patch leaves it (the node is only declared lost after 40 s).
+    kubelet.kill9();
     let started = Instant::now();
     server
         .kubectl(&[

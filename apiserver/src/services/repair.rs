@@ -62,3 +62,71 @@ pub async fn run(state: &AppState) -> ApiResult<Repaired> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use tinykube_store::{Store, StoreConfig};
+
+    use super::*;
+    use crate::services::ServiceNet;
+    use crate::state::{AppState, Shared};
+    use crate::storage::Objects;
+
+    fn state(dir: &std::path::Path) -> AppState {
+        let store = Store::open(dir, StoreConfig::default()).unwrap();
+        AppState(Arc::new(Shared {
+            objects: Objects::new(store),
+            kinds: Default::default(),
+            tokens: None,
+            shutdown: Default::default(),
+            bookmark_interval: std::time::Duration::from_secs(60),
+            services: ServiceNet::default(),
+        }))
+    }
+
+    #[tokio::test]
+    async fn leaked_records_are_freed_and_missing_ones_restored() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = state(dir.path());
+        let store = state.objects.store();
+        // A crash after the reservation, before the Service was written.
+        let ghost = Owner {
+            namespace: "default".into(),
+            name: "ghost".into(),
+            uid: "uid-ghost".into(),
+        };
+        assert!(alloc::reserve(store, &Slot::Ip("10.96.0.9".into()), &ghost)
+            .await
+            .unwrap());
+        assert!(alloc::reserve(store, &Slot::Port(30009), &ghost)
+            .await
+            .unwrap());
+        // A Service stored without its records (a store from before allocation records).
+        let info = tinykube_proto::registry::builtin("", "v1", "services").unwrap();
+        let svc = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default", "uid": "uid-web"},
+            "spec": {"type": "NodePort", "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"],
+                     "ports": [{"port": 80, "nodePort": 30010}]}});
+        state.objects.create(info, &svc).await.unwrap();
+
+        let repaired = run(&state).await.unwrap();
+        assert_eq!(
+            repaired,
+            Repaired {
+                released: 2,
+                restored: 2,
+                conflicts: 0
+            }
+        );
+        assert!(alloc::holder(store, &Slot::Ip("10.96.0.9".into()))
+            .unwrap()
+            .is_none());
+        let holder = alloc::holder(store, &Slot::Port(30010)).unwrap().unwrap();
+        assert_eq!(holder.uid, "uid-web");
+        // A second pass has nothing to do.
+        assert_eq!(run(&state).await.unwrap(), Repaired::default());
+    }
+}
