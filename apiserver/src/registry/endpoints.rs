@@ -78,6 +78,13 @@ fn non_special_ip(field: &str, addr: &str) -> Option<FieldError> {
     Some(FieldError::invalid(field, addr, problem))
 }
 
+/// Upstream's deprecation of core/v1 Endpoints (v1.33), answered on every request for them.
+pub fn deprecation(info: &tinykube_proto::registry::ResourceInfo) -> Option<String> {
+    (info.group.is_empty() && info.plural == "endpoints" && info.custom.is_none()).then(|| {
+        "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice".to_string()
+    })
+}
+
 pub struct EndpointsStrategy;
 
 impl EndpointsStrategy {

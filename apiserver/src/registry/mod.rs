@@ -162,6 +162,12 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
     }
 }
 
+/// The warning every request to a deprecated built-in resource gets, as upstream's (v1
+/// Endpoints since v1.33).
+pub fn builtin_deprecation(info: &ResourceInfo) -> Option<String> {
+    endpoints::deprecation(info)
+}
+
 /// Updates of the main resource keep the stored status.
 pub fn keep_status(new: &mut Value, old: &Value) {
     if let Some(m) = new.as_object_mut() {
