@@ -92,6 +92,8 @@ ROOTS = {
     "v1/Pod": "api/core/v1/Pod", "v1/Node": "api/core/v1/Node", "v1/Namespace": "api/core/v1/Namespace",
     "v1/Event": "api/core/v1/Event", "v1/ConfigMap": "api/core/v1/ConfigMap", "v1/Binding": "api/core/v1/Binding",
     "v1/ResourceQuota": "api/core/v1/ResourceQuota",
+    "v1/Service": "api/core/v1/Service", "v1/Endpoints": "api/core/v1/Endpoints",
+    "discovery.k8s.io/v1/EndpointSlice": "api/discovery/v1/EndpointSlice",
     "apps/v1/Deployment": "api/apps/v1/Deployment", "apps/v1/ReplicaSet": "api/apps/v1/ReplicaSet",
     "apps/v1/DaemonSet": "api/apps/v1/DaemonSet", "apps/v1/ControllerRevision": "api/apps/v1/ControllerRevision",
     "coordination.k8s.io/v1/Lease": "api/coordination/v1/Lease", "events.k8s.io/v1/Event": "api/events/v1/Event",

@@ -22,6 +22,7 @@ pub mod printers;
 mod protobuf;
 pub mod registry;
 mod request;
+pub mod services;
 mod state;
 mod storage;
 mod table;
@@ -52,6 +53,8 @@ pub struct Config {
     /// Interval of BOOKMARK events on watches that allow them.
     pub bookmark_interval: Duration,
     pub store: StoreConfig,
+    /// `--service-cluster-ip-range` and `--service-node-port-range`.
+    pub services: services::ServiceNet,
 }
 
 impl Config {
@@ -62,6 +65,7 @@ impl Config {
             token_auth_file: None,
             bookmark_interval: Duration::from_secs(60),
             store: StoreConfig::default(),
+            services: services::ServiceNet::default(),
         }
     }
 }
@@ -91,6 +95,8 @@ pub enum ServerError {
     Keys(#[source] identity::KeyError),
     #[error("creating the initial namespaces: {0}")]
     Bootstrap(#[source] ApiError),
+    #[error("repairing the service allocations and the kubernetes service: {0}")]
+    Services(#[source] ApiError),
     #[error("serving HTTP: {0}")]
     Serve(#[source] std::io::Error),
 }
@@ -228,7 +234,16 @@ pub async fn serve(
         keys: Arc::new(keys),
         shutdown: shutdown.clone(),
         bookmark_interval: config.bookmark_interval,
+        services: config.services,
     }));
+    let addr = listener.local_addr().map_err(ServerError::Serve)?;
+    let repaired = services::repair::run(&state)
+        .await
+        .map_err(ServerError::Services)?;
+    tracing::info!(?repaired, "service allocations repaired");
+    services::kubernetes::ensure_all(&state, addr)
+        .await
+        .map_err(ServerError::Services)?;
     crds::start(state.clone()).await;
     policy::status::start(state.clone());
     let app = Router::new()

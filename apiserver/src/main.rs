@@ -24,6 +24,13 @@ struct Flags {
     /// CSV of `token,user,uid[,groups]`; requests without one of these bearer tokens get 401.
     #[arg(long)]
     token_auth_file: Option<PathBuf>,
+    /// CIDR of Services' cluster IPs (IPv4); its first address is the `kubernetes` Service's.
+    #[arg(long, default_value = "10.96.0.0/12")]
+    service_cluster_ip_range: tinykube_apiserver::services::IpRange,
+    /// Node ports of NodePort and LoadBalancer Services, both ends included (`30000-32767`
+    /// or `30000+2767`).
+    #[arg(long, default_value = "30000-32767")]
+    service_node_port_range: tinykube_apiserver::services::PortRange,
     /// Log format on stderr.
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -35,6 +42,10 @@ async fn main() {
     tinykube_cli::init_logging("info", matches!(flags.log_format, LogFormat::Json));
     let mut config = tinykube_apiserver::Config::new(flags.listen, flags.data_dir);
     config.token_auth_file = flags.token_auth_file;
+    config.services = tinykube_apiserver::services::ServiceNet {
+        ips: flags.service_cluster_ip_range,
+        ports: flags.service_node_port_range,
+    };
     let shutdown = tinykube_cli::shutdown_on_signal();
     if let Err(e) = tinykube_apiserver::run(config, shutdown).await {
         tinykube_cli::exit("tinykube-apiserver", 1, e);

@@ -23,6 +23,8 @@ pub struct Shared {
     pub shutdown: CancellationToken,
     /// How often a watch with `allowWatchBookmarks` gets a BOOKMARK.
     pub bookmark_interval: Duration,
+    /// The ranges of Services' cluster IPs and node ports.
+    pub services: crate::services::ServiceNet,
 }
 
 #[derive(Clone)]

@@ -162,6 +162,58 @@ impl Objects {
         }
     }
 
+    /// The object and the store revision it was read at.
+    pub fn get_at(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+    ) -> ApiResult<(Value, u64)> {
+        match self.store.get(&key(info, ns, name))? {
+            Some(r) => Ok((decode_rev(&r)?, r.revision)),
+            None => Err(ApiError::not_found(info, name)),
+        }
+    }
+
+    /// One compare-and-swap step of a caller's own read-modify-write loop: apply `change` if
+    /// the object is still at `revision`; `None` when it moved meanwhile (read again).
+    pub async fn change_at(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        revision: u64,
+        change: Change,
+    ) -> ApiResult<Option<Outcome>> {
+        let k = key(info, ns, name);
+        let result = match change {
+            Change::Unchanged => return Ok(None),
+            Change::Write(new) => self
+                .store
+                .update(&k, revision, encode(&new)?)
+                .await
+                .map(|rev| {
+                    let mut out = new;
+                    meta_mut(&mut out).insert("resourceVersion".into(), rev.to_string().into());
+                    Outcome::Written(out)
+                }),
+            Change::Delete => match self.store.delete(&k, Some(revision)).await {
+                Ok((last, rev)) => {
+                    let mut out = decode_rev(&last)?;
+                    meta_mut(&mut out).insert("resourceVersion".into(), rev.to_string().into());
+                    Ok(Outcome::Deleted(out))
+                }
+                Err(e) => Err(e),
+            },
+        };
+        match result {
+            Ok(outcome) => Ok(Some(outcome)),
+            Err(StoreError::Conflict { .. }) => Ok(None),
+            Err(StoreError::NotFound) => Err(ApiError::not_found(info, name)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Read-modify-write until the store accepts it: `f` gets the current object (with its
     /// resourceVersion) and decides. A store conflict (someone wrote in between) runs `f` again
     /// on the fresh object; a precondition the client gave is `f`'s to check.

@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Endpoints, Namespace, Node, Pod, Service, ServiceAccount,
+};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::Resource;
 use tinykube_client::reflector::{Informer, Notification, Store};
@@ -90,6 +93,9 @@ pub struct Context {
     pub configmaps: Shared<ConfigMap>,
     pub poddisruptionbudgets: Shared<PodDisruptionBudget>,
     pub serviceaccounts: Shared<ServiceAccount>,
+    pub services: Shared<Service>,
+    pub endpoints: Shared<Endpoints>,
+    pub endpointslices: Shared<EndpointSlice>,
     /// Host name for event sources.
     pub host: String,
     recorders: Mutex<HashMap<String, Arc<EventRecorder>>>,
@@ -146,6 +152,9 @@ impl Context {
             configmaps: Shared::new(&client),
             poddisruptionbudgets: Shared::new(&client),
             serviceaccounts: Shared::new(&client),
+            services: Shared::new(&client),
+            endpoints: Shared::new(&client),
+            endpointslices: Shared::new(&client),
             client,
             host,
             recorders: Mutex::new(HashMap::new()),
@@ -178,6 +187,9 @@ impl Context {
             self.configmaps.take_if_used(),
             self.poddisruptionbudgets.take_if_used(),
             self.serviceaccounts.take_if_used(),
+            self.services.take_if_used(),
+            self.endpoints.take_if_used(),
+            self.endpointslices.take_if_used(),
         ]
         .into_iter()
         .flatten()

@@ -1,4 +1,5 @@
-//! tinykube-controller-manager: the controllers that make workloads happen (ReplicaSet, DaemonSet,
+//! tinykube-controller-manager: the controllers that make workloads happen (Endpoints and
+//! EndpointSlices of Services, ReplicaSet, DaemonSet,
 //! Deployment, the garbage collectors of owned objects and of pods, namespace lifecycle, node
 //! lifecycle, disruption budgets, node TTLs), each a reconcile loop over shared informer caches
 //! with a rate-limited work queue keyed by object.
@@ -11,12 +12,15 @@ pub mod context;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
+pub mod endpoint;
+pub mod endpointslice;
 pub mod events;
 pub mod expectations;
 pub mod garbagecollector;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod owned;
+pub mod podaddress;
 pub mod podgc;
 pub mod registry;
 pub mod replicaset;

@@ -8,9 +8,9 @@ use clap::Parser;
 use tinykube_cli::GoDuration;
 use tinykube_client::leader;
 
-/// Runs the controllers that drive the cluster to its desired state (ReplicaSet, Deployment,
-/// DaemonSet, garbage collectors, namespace and node lifecycle, disruption budgets), as
-/// upstream's kube-controller-manager.
+/// Runs the controllers that drive the cluster to its desired state (Endpoints and
+/// EndpointSlices, ReplicaSet, Deployment, DaemonSet, garbage collectors, namespace and node
+/// lifecycle, disruption budgets), as upstream's kube-controller-manager.
 #[derive(Parser, Debug)]
 #[command(name = "tinykube-controller-manager", version)]
 struct Flags {
@@ -21,8 +21,8 @@ struct Flags {
     #[arg(long)]
     master: Option<String>,
     /// Controllers to run: '*' enables all, 'foo' enables foo, '-foo' disables foo. Known:
-    /// replicaset, deployment, daemonset, garbagecollector, namespace, nodelifecycle,
-    /// disruption, ttl, podgc.
+    /// endpoint, endpointslice, replicaset, deployment, daemonset, garbagecollector, namespace,
+    /// nodelifecycle, disruption, ttl, podgc.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Campaign for leadership on the kube-controller-manager Lease and run only while leading.

@@ -24,6 +24,14 @@ pub struct Entry {
 /// Every known controller, in start order.
 pub const CONTROLLERS: &[Entry] = &[
     Entry {
+        name: "endpoint",
+        start: Some(crate::endpoint::start),
+    },
+    Entry {
+        name: "endpointslice",
+        start: Some(crate::endpointslice::start),
+    },
+    Entry {
         name: "replicaset",
         start: Some(crate::replicaset::start),
     },

@@ -151,6 +151,21 @@ pub static RESOURCES: &[ResourceInfo] = &[
     ResourceInfo {
         group: "",
         version: "v1",
+        kind: "Endpoints",
+        list_kind: "EndpointsList",
+        plural: "endpoints",
+        singular: "endpoints",
+        short_names: &["ep"],
+        categories: NONE,
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[],
+        has_generation: false,
+        custom: None,
+    },
+    ResourceInfo {
+        group: "",
+        version: "v1",
         kind: "Event",
         list_kind: "EventList",
         plural: "events",
@@ -298,6 +313,21 @@ pub static RESOURCES: &[ResourceInfo] = &[
             version: Some("v1"),
             verbs: &["create"],
         }],
+        has_generation: false,
+        custom: None,
+    },
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "Service",
+        list_kind: "ServiceList",
+        plural: "services",
+        singular: "service",
+        short_names: &["svc"],
+        categories: &["all"],
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[status("Service")],
         has_generation: false,
         custom: None,
     },
@@ -526,6 +556,21 @@ pub static RESOURCES: &[ResourceInfo] = &[
         has_generation: false,
         custom: None,
     },
+    ResourceInfo {
+        group: "discovery.k8s.io",
+        version: "v1",
+        kind: "EndpointSlice",
+        list_kind: "EndpointSliceList",
+        plural: "endpointslices",
+        singular: "endpointslice",
+        short_names: NONE,
+        categories: NONE,
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[],
+        has_generation: true,
+        custom: None,
+    },
 ];
 
 /// Groups in the order `/apis` lists them (the core group is served under `/api`).
@@ -539,6 +584,7 @@ pub const GROUPS: &[&str] = &[
     "scheduling.k8s.io",
     "coordination.k8s.io",
     "node.k8s.io",
+    "discovery.k8s.io",
 ];
 
 /// The built-in resource served at `group/version/plural`.

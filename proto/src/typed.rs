@@ -4,6 +4,7 @@
 
 use k8s_openapi::api::admissionregistration::v1 as admissionregistration;
 use k8s_openapi::api::networking::v1 as networking;
+use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::api::node::v1 as node;
 use k8s_openapi::api::{apps::v1 as apps, coordination::v1 as coordination, core::v1 as core};
 use k8s_openapi::api::{events::v1 as events, policy::v1 as policy, scheduling::v1 as scheduling};
@@ -39,6 +40,8 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("", "ResourceQuota") => through::<core::ResourceQuota>(obj),
         ("", "Secret") => through::<core::Secret>(obj),
         ("", "ServiceAccount") => through::<core::ServiceAccount>(obj),
+        ("", "Service") => through::<core::Service>(obj),
+        ("", "Endpoints") => through::<core::Endpoints>(obj),
         ("apps", "Deployment") => through::<apps::Deployment>(obj),
         ("apps", "ReplicaSet") => through::<apps::ReplicaSet>(obj),
         ("apps", "DaemonSet") => through::<apps::DaemonSet>(obj),
@@ -52,6 +55,7 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("policy", "Eviction") => through::<policy::Eviction>(obj),
         ("scheduling.k8s.io", "PriorityClass") => through::<scheduling::PriorityClass>(obj),
         ("node.k8s.io", "RuntimeClass") => through::<node::RuntimeClass>(obj),
+        ("discovery.k8s.io", "EndpointSlice") => through::<discovery::EndpointSlice>(obj),
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
             through::<admissionregistration::ValidatingAdmissionPolicy>(obj)
         }

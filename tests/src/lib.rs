@@ -36,7 +36,9 @@ pub struct ApiServer {
     child: Option<Child>,
     dir: tempfile::TempDir,
     pub url: String,
-    port: u16,
+    pub port: u16,
+    /// The extra flags it was started with, kept by `restart`.
+    extra: Vec<String>,
 }
 
 fn spawn_apiserver(data: &Path, port: u16, extra: &[&str]) -> Result<(Child, String)> {
@@ -86,6 +88,7 @@ impl ApiServer {
             dir,
             url,
             port,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
         };
         server.write_kubeconfig()?;
         server.wait_healthy()?;
@@ -135,10 +138,11 @@ impl ApiServer {
         }
     }
 
-    /// Start again on the same data dir and port.
+    /// Start again on the same data dir, port and flags.
     pub fn restart(&mut self) -> Result<()> {
         self.kill9();
-        let (child, url) = spawn_apiserver(&self.data_dir(), self.port, &[])?;
+        let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+        let (child, url) = spawn_apiserver(&self.data_dir(), self.port, &extra)?;
         self.child = Some(child);
         self.url = url;
         self.wait_healthy()

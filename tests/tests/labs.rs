@@ -52,5 +52,6 @@ labs! {
     node_failure => "10-node-failure.md",
     preemption => "11-preemption.md",
     extending_the_api => "12-extending-the-api.md",
+    services => "13-services.md",
     limits_and_quotas => "14-limits-and-quotas.md",
 }

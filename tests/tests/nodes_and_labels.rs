@@ -64,11 +64,14 @@ fn short_names_and_categories_resolve() {
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         assert!(text.contains(&format!("namespace/{ns}")), "{text}");
     }
+    // As in every cluster, `all` in `default` holds the API server's own Service.
     let all = server.kubectl(&["get", "all"]);
     assert!(all.success, "{all:?}");
+    assert!(all.stdout.contains("service/kubernetes"), "{all:?}");
+    let none = server.kubectl(&["get", "all", "-n", "kube-public"]);
     assert!(
-        all.stderr
-            .contains("No resources found in default namespace."),
-        "{all:?}"
+        none.stderr
+            .contains("No resources found in kube-public namespace."),
+        "{none:?}"
     );
 }

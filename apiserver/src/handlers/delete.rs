@@ -221,10 +221,18 @@ pub async fn delete_object(
     name: &str,
     opts: &DeleteOptions,
 ) -> ApiResult<Outcome> {
-    let outcome = state
-        .objects
-        .update(info, ns, name, |current| plan_delete(info, &current, opts))
-        .await?;
+    let outcome = if crate::services::is_service(info) {
+        // A Service's cluster IP and node ports are released once it is gone.
+        crate::services::update(state, info, ns, name, |current| {
+            plan_delete(info, &current, opts)
+        })
+        .await?
+    } else {
+        state
+            .objects
+            .update(info, ns, name, |current| plan_delete(info, &current, opts))
+            .await?
+    };
     // A pod whose grace period is cut to zero is first marked (MODIFIED), then removed, as
     // upstream shows it to watchers.
     let is_pod = info.group.is_empty() && info.kind == "Pod";

@@ -227,6 +227,7 @@ async fn route(state: AppState, request: Request<'_>, body: Body) -> ApiResult<R
         .custom
         .as_ref()
         .and_then(|c| c.deprecation_warning(group, ctx.target.info.kind))
+        .or_else(|| crate::registry::builtin_deprecation(&ctx.target.info))
         .into_iter()
         .collect();
     let resp = serve_target(ctx, method, body).await?;

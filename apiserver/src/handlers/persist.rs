@@ -160,6 +160,11 @@ pub(super) async fn create_object(
         if let Track::Update(manager, sub) = track {
             fieldmanager::record_update(info, manager, sub, None, &mut candidate);
         }
+        let reserved = if crate::services::is_service(info) {
+            crate::services::allocate(&ctx.state, None, &mut candidate, dry_run).await?
+        } else {
+            Vec::new()
+        };
         if dry_run {
             let out = convert::outgoing(info, candidate);
             return Ok(with_warnings(
@@ -170,6 +175,8 @@ pub(super) async fn create_object(
         let created = ctx.state.objects.create(info, &candidate).await;
         if created.is_err() {
             admission::release(&ctx.state, charged).await;
+            let uid = object::uid(&candidate).unwrap_or_default().to_string();
+            crate::services::release_slots(&ctx.state, &reserved, &uid).await;
         }
         match created {
             Ok(stored) => {
@@ -391,7 +398,11 @@ async fn change_stored_unadmitted(
             _ => Outcome::Unchanged(current),
         });
     }
-    let outcome = ctx.state.objects.update(info, ns, name, change).await?;
+    let outcome = if crate::services::is_service(info) {
+        crate::services::update(&ctx.state, info, ns, name, change).await?
+    } else {
+        ctx.state.objects.update(info, ns, name, change).await?
+    };
     if crate::crds::is_definition(info) {
         crate::crds::serve_stored(&ctx.state).await;
     }

@@ -91,6 +91,8 @@ fn schemas_for(group: &str) -> Map<String, Value> {
             add::<core::ResourceQuota>(&mut gen);
             add::<core::Secret>(&mut gen);
             add::<core::ServiceAccount>(&mut gen);
+            add::<core::Service>(&mut gen);
+            add::<core::Endpoints>(&mut gen);
             add::<tinykube_proto::api::apimachinery::pkg::apis::meta::v1::Status>(&mut gen);
         }
         "apps" => {
@@ -118,6 +120,9 @@ fn schemas_for(group: &str) -> Map<String, Value> {
             add::<admissionregistration::ValidatingAdmissionPolicyBinding>(&mut gen);
         }
         "node.k8s.io" => add::<tinykube_proto::api::api::node::v1::RuntimeClass>(&mut gen),
+        "discovery.k8s.io" => {
+            add::<tinykube_proto::api::api::discovery::v1::EndpointSlice>(&mut gen)
+        }
         _ => {}
     }
     gen.take_definitions(true)
@@ -131,6 +136,7 @@ fn schema_name(info: &ResourceInfo) -> String {
         "scheduling.k8s.io" => "scheduling".to_string(),
         "node.k8s.io" => "node".to_string(),
         "networking.k8s.io" => "networking".to_string(),
+        "discovery.k8s.io" => "discovery".to_string(),
         "admissionregistration.k8s.io" => "admissionregistration".to_string(),
         g => g.to_string(),
     };

@@ -7,6 +7,7 @@ mod cluster;
 mod config;
 pub mod custom;
 mod quota;
+mod services;
 mod workloads;
 
 use std::collections::HashMap;
@@ -60,6 +61,9 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("networking.k8s.io", "Ingress") => "Ingress",
         ("networking.k8s.io", "IngressClass") => "IngressClass",
         ("networking.k8s.io", "NetworkPolicy") => "NetworkPolicy",
+        ("", "Service") => "Service",
+        ("", "Endpoints") => "Endpoints",
+        ("discovery.k8s.io", "EndpointSlice") => "EndpointSlice",
         ("apps", "Deployment") => "Deployment",
         ("apps", "ReplicaSet") => "ReplicaSet",
         ("apps", "DaemonSet") => "DaemonSet",
@@ -100,6 +104,9 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "Ingress" => config::ingress(obj, now),
         "IngressClass" => config::ingress_class(obj, now),
         "NetworkPolicy" => config::network_policy(obj, now),
+        "Service" => services::service(obj, now),
+        "Endpoints" => services::endpoints(obj, now),
+        "EndpointSlice" => services::endpoint_slice(obj, now),
         "Deployment" => workloads::deployment(obj, now),
         "ReplicaSet" => workloads::replica_set(obj, now),
         "DaemonSet" => workloads::daemon_set(obj, now),

@@ -12,6 +12,7 @@ mod cluster;
 mod config;
 mod coordination;
 mod custom;
+mod endpoints;
 mod events;
 pub mod field;
 mod generic;
@@ -28,6 +29,7 @@ pub mod rules;
 mod scheduling;
 pub mod schema;
 mod semantic;
+pub mod service;
 mod workloads;
 
 use std::sync::Arc;
@@ -147,6 +149,9 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("networking.k8s.io", "Ingress") => &networking::IngressStrategy,
         ("networking.k8s.io", "IngressClass") => &networking::IngressClassStrategy,
         ("networking.k8s.io", "NetworkPolicy") => &networking::NetworkPolicyStrategy,
+        ("", "Service") => &service::ServiceStrategy,
+        ("", "Endpoints") => &endpoints::EndpointsStrategy,
+        ("discovery.k8s.io", "EndpointSlice") => &endpoints::EndpointSliceStrategy,
         ("apps", "Deployment") => &WorkloadStrategy(Workload::Deployment),
         ("apps", "ReplicaSet") => &WorkloadStrategy(Workload::ReplicaSet),
         ("apps", "DaemonSet") => &WorkloadStrategy(Workload::DaemonSet),
@@ -166,6 +171,12 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         }
         _ => &Plain,
     }
+}
+
+/// The warning every request to a deprecated built-in resource gets, as upstream's (v1
+/// Endpoints since v1.33).
+pub fn builtin_deprecation(info: &ResourceInfo) -> Option<String> {
+    endpoints::deprecation(info)
 }
 
 /// Updates of the main resource keep the stored status.

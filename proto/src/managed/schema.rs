@@ -35,6 +35,8 @@ pub(super) fn list_type(parent: &str, field: &str) -> ListType<'static> {
         | "imagePullSecrets"
         | "resourceClaims"
         | "schedulingGates" => by(&["name"]),
+        "ports" if parent == "spec" => by(&["port", "protocol"]),
+        "ports" if parent == "subsets" || parent.is_empty() => ListType::Atomic,
         "ports" => by(&["containerPort", "protocol"]),
         "volumeMounts" => by(&["mountPath"]),
         "volumeDevices" => by(&["devicePath"]),

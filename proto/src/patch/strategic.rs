@@ -33,11 +33,15 @@ fn list_strategy(parent: &str, field: &str) -> ListStrategy {
         | "imagePullSecrets"
         | "resourceClaims"
         | "schedulingGates" => MergeKey("name"),
+        // A Service's ports merge by port; Endpoints' and EndpointSlices' are atomic.
+        "ports" if parent == "spec" => MergeKey("port"),
+        "ports" if parent == "subsets" || parent.is_empty() => Replace,
         "ports" => MergeKey("containerPort"),
         "volumeMounts" => MergeKey("mountPath"),
         "volumeDevices" => MergeKey("devicePath"),
         "hostAliases" => MergeKey("ip"),
-        "conditions" | "addresses" => MergeKey("type"),
+        "conditions" => MergeKey("type"),
+        "addresses" if parent == "status" => MergeKey("type"),
         "ownerReferences" => MergeKey("uid"),
         "topologySpreadConstraints" => MergeKey("topologyKey"),
         "finalizers" if parent == "metadata" => MergePrimitives,
