@@ -1,6 +1,7 @@
 //! tinykube-bench: starts the real binaries and prints performance figures with their workload,
 //! so runs can be compared over time and against upstream Kubernetes on the same machine.
 
+mod custom;
 mod kubelet;
 mod scheduler;
 
@@ -26,14 +27,19 @@ struct Flags {
 
 #[derive(Subcommand)]
 enum Bench {
-    /// API server: durable creates/s, watch delivery latency, RSS per 10 000 pods.
+    /// API server: durable creates/s of ConfigMaps and of custom objects, CRD create to first
+    /// custom object, watch delivery latency, RSS per 10 000 pods.
     Apiserver {
-        /// Objects created for the creates/s figure.
+        /// ConfigMaps, and custom objects, created for the creates/s figures.
         #[arg(long, default_value_t = 4000)]
         creates: usize,
         /// Concurrent clients creating.
         #[arg(long, default_value_t = 8)]
         clients: usize,
+        /// CRDs installed one after another for the time from CRD create to the first custom
+        /// object accepted (median and max printed; 0 skips it).
+        #[arg(long, default_value_t = 5)]
+        crd_installs: usize,
         /// Concurrent watchers for the latency figure.
         #[arg(long, default_value_t = 100)]
         watchers: usize,
@@ -256,6 +262,7 @@ fn rss_kib(pid: u32) -> Result<u64> {
 async fn bench_apiserver(
     creates: usize,
     clients: usize,
+    crd_installs: usize,
     watchers: usize,
     watch_events: usize,
     pods: usize,
@@ -273,6 +280,7 @@ async fn bench_apiserver(
     )
     .await?;
     println!("apiserver durable creates: {rate:.0}/s  (workload: {creates} ConfigMaps, {clients} concurrent clients, ack after fsync)");
+    custom::bench_custom(creates, clients, crd_installs).await?;
     let (p50, p99, n) = watch_latency(&server.url, watchers, watch_events).await?;
     println!(
         "apiserver watch latency: p50 {:.2} ms, p99 {:.2} ms  (workload: {watchers} watchers x {watch_events} pod creates, {n} deliveries)",
@@ -307,10 +315,11 @@ async fn main() -> Result<()> {
         Bench::Apiserver {
             creates,
             clients,
+            crd_installs,
             watchers,
             watch_events,
             pods,
-        } => bench_apiserver(creates, clients, watchers, watch_events, pods).await,
+        } => bench_apiserver(creates, clients, crd_installs, watchers, watch_events, pods).await,
         Bench::Scheduler {
             nodes,
             pods,
