@@ -3,8 +3,8 @@
 //! schema does not declare (what `fieldValidation=Strict` rejects and upstream prunes).
 
 use k8s_openapi::api::admissionregistration::v1 as admissionregistration;
-use k8s_openapi::api::networking::v1 as networking;
 use k8s_openapi::api::discovery::v1 as discovery;
+use k8s_openapi::api::networking::v1 as networking;
 use k8s_openapi::api::node::v1 as node;
 use k8s_openapi::api::{apps::v1 as apps, coordination::v1 as coordination, core::v1 as core};
 use k8s_openapi::api::{events::v1 as events, policy::v1 as policy, scheduling::v1 as scheduling};
