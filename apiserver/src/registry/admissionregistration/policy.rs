@@ -208,29 +208,7 @@ fn match_conditions(conditions: &[Value]) -> Vec<FieldError> {
 
 /// Upstream's isCELIdentifier.
 fn is_cel_identifier(name: &str) -> bool {
-    const RESERVED: &[&str] = &[
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
+    use crate::registry::cel::values::RESERVED;
     let mut chars = name.chars();
     let first_ok = chars
         .next()

@@ -89,8 +89,9 @@ impl<'a> Node<'a> {
     }
 }
 
-/// CEL's reserved words, which a property name is escaped from as `__word__`.
-const RESERVED: &[&str] = &[
+/// CEL's reserved words, which a property name is escaped from as `__word__` and which no
+/// identifier may be.
+pub const RESERVED: &[&str] = &[
     "true",
     "false",
     "null",
