@@ -106,6 +106,15 @@ ROOTS = {
     "networking.k8s.io/v1/Ingress": "api/networking/v1/Ingress",
     "networking.k8s.io/v1/IngressClass": "api/networking/v1/IngressClass",
     "networking.k8s.io/v1/NetworkPolicy": "api/networking/v1/NetworkPolicy",
+    "rbac.authorization.k8s.io/v1/Role": "api/rbac/v1/Role",
+    "rbac.authorization.k8s.io/v1/ClusterRole": "api/rbac/v1/ClusterRole",
+    "rbac.authorization.k8s.io/v1/RoleBinding": "api/rbac/v1/RoleBinding",
+    "rbac.authorization.k8s.io/v1/ClusterRoleBinding": "api/rbac/v1/ClusterRoleBinding",
+    "authorization.k8s.io/v1/SubjectAccessReview": "api/authorization/v1/SubjectAccessReview",
+    "authorization.k8s.io/v1/SelfSubjectAccessReview": "api/authorization/v1/SelfSubjectAccessReview",
+    "authorization.k8s.io/v1/LocalSubjectAccessReview": "api/authorization/v1/LocalSubjectAccessReview",
+    "authorization.k8s.io/v1/SelfSubjectRulesReview": "api/authorization/v1/SelfSubjectRulesReview",
+    "authentication.k8s.io/v1/SelfSubjectReview": "api/authentication/v1/SelfSubjectReview",
 }
 # Types with their own JSON form: decoded by hand, their fields are not needed beyond these.
 SPECIAL = {"apimachinery/pkg/apis/meta/v1/Time", "apimachinery/pkg/apis/meta/v1/MicroTime",
