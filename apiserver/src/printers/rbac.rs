@@ -76,9 +76,6 @@ mod tests {
                 json!("web/default")
             ]
         );
-        assert_eq!(
-            role(&b),
-            vec![json!("read"), json!("2026-01-01T00:00:00Z")]
-        );
+        assert_eq!(role(&b), vec![json!("read"), json!("2026-01-01T00:00:00Z")]);
     }
 }

@@ -48,7 +48,10 @@ fn validate_rule(rule: &Value, path: &str, namespaced: bool) -> Vec<FieldError> 
                 "namespaced rules cannot apply to non-resource URLs",
             ));
         }
-        if !groups.is_empty() || !resources.is_empty() || !strings(rule.get("resourceNames")).is_empty() {
+        if !groups.is_empty()
+            || !resources.is_empty()
+            || !strings(rule.get("resourceNames")).is_empty()
+        {
             errs.push(FieldError::invalid_go(
                 &field,
                 go_strings(&urls),
@@ -88,7 +91,11 @@ fn validate_binding(obj: &Value, namespaced: bool) -> Vec<FieldError> {
     let text = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or("");
     let api_group = text("/roleRef/apiGroup");
     if api_group != GROUP {
-        errs.push(FieldError::not_supported("roleRef.apiGroup", api_group, &[GROUP]));
+        errs.push(FieldError::not_supported(
+            "roleRef.apiGroup",
+            api_group,
+            &[GROUP],
+        ));
     }
     let kinds: &[&str] = if namespaced {
         &["Role", "ClusterRole"]
@@ -112,7 +119,11 @@ fn validate_binding(obj: &Value, namespaced: bool) -> Vec<FieldError> {
         .flatten()
         .enumerate()
     {
-        errs.extend(validate_subject(subject, &format!("subjects[{i}]"), namespaced));
+        errs.extend(validate_subject(
+            subject,
+            &format!("subjects[{i}]"),
+            namespaced,
+        ));
     }
     errs
 }
@@ -128,17 +139,29 @@ fn validate_subject(subject: &Value, path: &str, namespaced: bool) -> Vec<FieldE
     match text("kind") {
         "ServiceAccount" => {
             if !name.is_empty() {
-                errs.extend(validate_name(&format!("{path}.name"), name, NameRule::Subdomain));
+                errs.extend(validate_name(
+                    &format!("{path}.name"),
+                    name,
+                    NameRule::Subdomain,
+                ));
             }
             if !api_group.is_empty() {
-                errs.push(FieldError::not_supported(format!("{path}.apiGroup"), api_group, &[""]));
+                errs.push(FieldError::not_supported(
+                    format!("{path}.apiGroup"),
+                    api_group,
+                    &[""],
+                ));
             }
             if !namespaced && text("namespace").is_empty() {
                 errs.push(FieldError::required(format!("{path}.namespace"), ""));
             }
         }
         "User" | "Group" if api_group != GROUP => {
-            errs.push(FieldError::not_supported(format!("{path}.apiGroup"), api_group, &[GROUP]));
+            errs.push(FieldError::not_supported(
+                format!("{path}.apiGroup"),
+                api_group,
+                &[GROUP],
+            ));
         }
         "User" | "Group" => {}
         kind => errs.push(FieldError::not_supported(
@@ -153,7 +176,12 @@ fn validate_subject(subject: &Value, path: &str, namespaced: bool) -> Vec<FieldE
 /// Upstream's v1 defaults: a roleRef's group, and each subject's group by its kind.
 fn default_binding(obj: &mut Value) {
     if let Some(role_ref) = obj.get_mut("roleRef").and_then(Value::as_object_mut) {
-        if role_ref.get("apiGroup").and_then(Value::as_str).unwrap_or("").is_empty() {
+        if role_ref
+            .get("apiGroup")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+        {
             role_ref.insert("apiGroup".into(), json!(GROUP));
         }
     }
@@ -166,7 +194,12 @@ fn default_binding(obj: &mut Value) {
         let Some(m) = subject.as_object_mut() else {
             continue;
         };
-        if !m.get("apiGroup").and_then(Value::as_str).unwrap_or("").is_empty() {
+        if !m
+            .get("apiGroup")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+        {
             continue;
         }
         match m.get("kind").and_then(Value::as_str) {
@@ -190,7 +223,11 @@ fn role_ref_unchanged(new: &Value, old: &Value) -> Vec<FieldError> {
         text("/roleRef/kind"),
         text("/roleRef/name")
     );
-    vec![FieldError::invalid_go("roleRef", shown, "cannot change roleRef")]
+    vec![FieldError::invalid_go(
+        "roleRef",
+        shown,
+        "cannot change roleRef",
+    )]
 }
 
 pub struct RoleStrategy;
