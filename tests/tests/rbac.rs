@@ -275,6 +275,64 @@ fn a_user_bound_to_view_lists_pods_and_may_not_delete_them() {
         json!({"username": "alice", "uid": "2", "groups": ["system:authenticated"]})
     );
 
+    // Escalation prevention: alice may write roles and bindings, but grant only what she holds.
+    const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
+    let role_maker = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "role-maker"},
+        "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["create"]}]});
+    assert_eq!(
+        c.send("POST", "admin-token", ROLES, Some(role_maker)).0,
+        201
+    );
+    let make_roles = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "alice-makes-roles"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "role-maker"},
+        "subjects": [{"kind": "User", "name": "alice"}]});
+    assert_eq!(
+        c.send("POST", "admin-token", BINDINGS, Some(make_roles)).0,
+        201
+    );
+    let role = |name: &str, verbs: Value| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": name}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": verbs}]})
+    };
+    assert_eq!(
+        c.send(
+            "POST",
+            "alice-token",
+            ROLES,
+            Some(role("reader", json!(["get", "list"])))
+        )
+        .0,
+        201
+    );
+    let (code, refused) = c.send(
+        "POST",
+        "alice-token",
+        ROLES,
+        Some(role("deleter", json!(["get", "delete"]))),
+    );
+    assert_eq!(code, 403);
+    assert_eq!(
+        refused["message"],
+        "roles.rbac.authorization.k8s.io \"deleter\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"delete\"]}"
+    );
+    let to_edit = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "alice-edit"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"kind": "User", "name": "alice"}]});
+    let (code, refused) = c.send("POST", "alice-token", BINDINGS, Some(to_edit));
+    assert_eq!(code, 403);
+    assert!(refused["message"].as_str().unwrap().starts_with(
+        "rolebindings.rbac.authorization.k8s.io \"alice-edit\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n"
+    ), "{refused}");
+    c.send(
+        "DELETE",
+        "admin-token",
+        &format!("{BINDINGS}/alice-makes-roles"),
+        None,
+    );
+
     // Removing the binding takes effect on the very next request.
     assert_eq!(
         c.send(

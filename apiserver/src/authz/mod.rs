@@ -6,6 +6,7 @@
 
 pub mod attributes;
 pub mod bootstrap;
+pub mod escalation;
 pub mod rbac;
 
 use std::str::FromStr;
@@ -20,7 +21,7 @@ use crate::policy::UserInfo;
 use crate::state::AppState;
 
 /// Upstream's privileged group: its members are always allowed.
-const MASTERS: &str = "system:masters";
+pub(crate) const MASTERS: &str = "system:masters";
 
 /// `--authorization-mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
