@@ -41,10 +41,14 @@ fn selected_name(query: Option<&str>) -> Option<String> {
     let decoded: String = form_urlencoded::parse(format!("s={raw}").as_bytes())
         .map(|(_, v)| v.into_owned())
         .next()?;
-    let value = decoded
-        .strip_prefix("metadata.name==")
-        .or_else(|| decoded.strip_prefix("metadata.name="))?;
-    (!value.contains(',')).then(|| value.to_string())
+    decoded
+        .split(',')
+        .find_map(|term| {
+            term.strip_prefix("metadata.name==")
+                .or_else(|| term.strip_prefix("metadata.name="))
+        })
+        .filter(|name| !name.is_empty() && !name.contains('/') && !name.contains('%'))
+        .map(str::to_string)
 }
 
 impl Attributes {
@@ -100,8 +104,6 @@ impl Attributes {
             attrs.name = selected_name(query).unwrap_or_default();
         } else if attrs.name.is_empty() && verb == "delete" {
             verb = "deletecollection".into();
-        } else if verb == "get" && matches!(query_param(query, "watch"), Some("true" | "1")) {
-            verb = "watch".into();
         }
         attrs.verb = verb;
         attrs
@@ -210,6 +212,18 @@ mod tests {
                 "/api/v1/nodes/n1",
                 None,
                 ["get", "", "", "nodes", "", "n1"],
+            ),
+            (
+                "GET",
+                "/api/v1/nodes",
+                Some("fieldSelector=spec.unschedulable%3Dfalse,metadata.name%3Dn1"),
+                ["list", "", "", "nodes", "", "n1"],
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/a/pods/web",
+                Some("watch=true"),
+                ["get", "", "a", "pods", "", "web"],
             ),
         ];
         for (method, path, query, want) in cases {
