@@ -253,7 +253,9 @@ impl ApiError {
                     .map(|e| json!({"reason": e.kind.reason(), "message": e.message(), "field": e.field}))
                     .collect();
                 let mut d = Map::new();
-                d.insert("name".into(), name.clone().into());
+                if !name.is_empty() {
+                    d.insert("name".into(), name.clone().into());
+                }
                 if !group.is_empty() {
                     d.insert("group".into(), group.clone().into());
                 }
