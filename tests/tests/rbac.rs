@@ -42,6 +42,38 @@ fn bootstrap_policy_and_reviews_under_always_allow() {
     assert_eq!(admin[1], "ClusterRole/cluster-admin");
     assert_eq!(admin[3], "system:masters");
 
+    // The aggregation controller fills admin, edit and view from the aggregate-to roles.
+    let _manager =
+        ControllerManager::start(&server, &["--controllers=clusterrole-aggregation"]).unwrap();
+    let resources = |role: &str| {
+        server
+            .kubectl(&[
+                "get",
+                "clusterrole",
+                role,
+                "-o",
+                "jsonpath={.rules[*].resources}",
+            ])
+            .stdout
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let admin = resources("admin");
+            admin.contains("rolebindings")
+                && admin.contains("pods/exec")
+                && admin.contains("pods/log")
+        }),
+        "admin never aggregated: {}",
+        resources("admin")
+    );
+    assert!(resources("view").contains("pods/log") && !resources("view").contains("secrets"));
+    let describe = server.kubectl(&["describe", "clusterrole", "view"]);
+    assert!(
+        describe.ok().contains("  pods/log  "),
+        "{}",
+        describe.stdout
+    );
+
     assert_eq!(
         server.kubectl(&["auth", "whoami"]).ok(),
         "ATTRIBUTE   VALUE\nUsername    system:anonymous\nGroups      [system:unauthenticated]\n"
