@@ -25,6 +25,11 @@ json_names = {}
 for path in glob.glob(os.path.join(OA, "src/v1_36/**/*.rs"), recursive=True):
     for jn, snake in re.findall(r'"([A-Za-z0-9$_.-]+)" => Field::Key_([a-z0-9_]+),', open(path).read()):
         json_names.setdefault(snake.rstrip("_"), jn)
+# prost splits acronyms its own way (`nonResourceURLs` is `non_resource_ur_ls` in k8s-pb,
+# `non_resource_urls` in k8s-openapi): also look names up without their underscores.
+loose_names = {}
+for snake, jn in json_names.items():
+    loose_names.setdefault(snake.replace("_", ""), jn)
 
 def camel(snake):
     parts = snake.split("_")
@@ -82,7 +87,7 @@ for path in glob.glob(os.path.join(PB, "src/**/mod.rs"), recursive=True):
                     parts.pop(0)
                     base = base[:-1]
                 ref = "/".join(base + parts)
-            jn = json_names.get(name, camel(name))
+            jn = json_names.get(name) or loose_names.get(name.replace("_", ""), camel(name))
             if name in INLINE or (current, name) in INLINE_IN:
                 jn = ""
             messages[current].append([tag, jn, kind if kind != "map" else "map:" + scalar, ref, repeated])

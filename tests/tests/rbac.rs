@@ -110,6 +110,24 @@ fn bootstrap_policy_and_reviews_under_always_allow() {
             "--serviceaccount=default:builder",
         ])
         .ok();
+    // kubectl sends these as protobuf: nonResourceURLs keeps its name.
+    server
+        .kubectl(&[
+            "create",
+            "clusterrole",
+            "log-reader",
+            "--verb=get",
+            "--non-resource-url=/logs/*",
+        ])
+        .ok();
+    let urls = server.kubectl(&[
+        "get",
+        "clusterrole",
+        "log-reader",
+        "-o",
+        "jsonpath={.rules[0].nonResourceURLs}",
+    ]);
+    assert_eq!(urls.ok(), r#"["/logs/*"]"#);
     let wide = server.kubectl(&["get", "rolebinding", "read-pods", "-o", "wide"]);
     let rows = table_rows(wide.ok());
     assert_eq!(
