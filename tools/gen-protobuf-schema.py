@@ -25,6 +25,11 @@ json_names = {}
 for path in glob.glob(os.path.join(OA, "src/v1_36/**/*.rs"), recursive=True):
     for jn, snake in re.findall(r'"([A-Za-z0-9$_.-]+)" => Field::Key_([a-z0-9_]+),', open(path).read()):
         json_names.setdefault(snake.rstrip("_"), jn)
+# prost splits acronyms its own way (`nonResourceURLs` is `non_resource_ur_ls` in k8s-pb,
+# `non_resource_urls` in k8s-openapi): also look names up without their underscores.
+loose_names = {}
+for snake, jn in json_names.items():
+    loose_names.setdefault(snake.replace("_", ""), jn)
 
 def camel(snake):
     parts = snake.split("_")
@@ -82,7 +87,7 @@ for path in glob.glob(os.path.join(PB, "src/**/mod.rs"), recursive=True):
                     parts.pop(0)
                     base = base[:-1]
                 ref = "/".join(base + parts)
-            jn = json_names.get(name, camel(name))
+            jn = json_names.get(name) or loose_names.get(name.replace("_", ""), camel(name))
             if name in INLINE or (current, name) in INLINE_IN:
                 jn = ""
             messages[current].append([tag, jn, kind if kind != "map" else "map:" + scalar, ref, repeated])
@@ -106,6 +111,15 @@ ROOTS = {
     "networking.k8s.io/v1/Ingress": "api/networking/v1/Ingress",
     "networking.k8s.io/v1/IngressClass": "api/networking/v1/IngressClass",
     "networking.k8s.io/v1/NetworkPolicy": "api/networking/v1/NetworkPolicy",
+    "rbac.authorization.k8s.io/v1/Role": "api/rbac/v1/Role",
+    "rbac.authorization.k8s.io/v1/ClusterRole": "api/rbac/v1/ClusterRole",
+    "rbac.authorization.k8s.io/v1/RoleBinding": "api/rbac/v1/RoleBinding",
+    "rbac.authorization.k8s.io/v1/ClusterRoleBinding": "api/rbac/v1/ClusterRoleBinding",
+    "authorization.k8s.io/v1/SubjectAccessReview": "api/authorization/v1/SubjectAccessReview",
+    "authorization.k8s.io/v1/SelfSubjectAccessReview": "api/authorization/v1/SelfSubjectAccessReview",
+    "authorization.k8s.io/v1/LocalSubjectAccessReview": "api/authorization/v1/LocalSubjectAccessReview",
+    "authorization.k8s.io/v1/SelfSubjectRulesReview": "api/authorization/v1/SelfSubjectRulesReview",
+    "authentication.k8s.io/v1/SelfSubjectReview": "api/authentication/v1/SelfSubjectReview",
 }
 # Types with their own JSON form: decoded by hand, their fields are not needed beyond these.
 SPECIAL = {"apimachinery/pkg/apis/meta/v1/Time", "apimachinery/pkg/apis/meta/v1/MicroTime",

@@ -30,7 +30,7 @@ impl Qualified {
         }
     }
 
-    fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         if self.group.is_empty() {
             self.plural.clone()
         } else {
@@ -39,12 +39,17 @@ impl Qualified {
     }
 
     fn details(&self, name: &str) -> Value {
+        // Upstream's StatusDetails leaves out empty fields (a forbidden list names no object).
         let mut d = Map::new();
-        d.insert("name".into(), name.into());
+        if !name.is_empty() {
+            d.insert("name".into(), name.into());
+        }
         if !self.group.is_empty() {
             d.insert("group".into(), self.group.clone().into());
         }
-        d.insert("kind".into(), self.plural.clone().into());
+        if !self.plural.is_empty() {
+            d.insert("kind".into(), self.plural.clone().into());
+        }
         Value::Object(d)
     }
 }
@@ -248,7 +253,9 @@ impl ApiError {
                     .map(|e| json!({"reason": e.kind.reason(), "message": e.message(), "field": e.field}))
                     .collect();
                 let mut d = Map::new();
-                d.insert("name".into(), name.clone().into());
+                if !name.is_empty() {
+                    d.insert("name".into(), name.clone().into());
+                }
                 if !group.is_empty() {
                     d.insert("group".into(), group.clone().into());
                 }

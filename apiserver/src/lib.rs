@@ -5,6 +5,7 @@
 //! [`registry`]; tables in [`printers`].
 
 mod admission;
+mod authz;
 mod convert;
 mod crds;
 mod discovery;
@@ -41,6 +42,7 @@ use crate::policy::UserInfo;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use authz::AuthorizationMode;
 pub use error::ApiError;
 
 /// Settings of one API server.
@@ -55,6 +57,8 @@ pub struct Config {
     pub store: StoreConfig,
     /// `--service-cluster-ip-range` and `--service-node-port-range`.
     pub services: services::ServiceNet,
+    /// `--authorization-mode`: AlwaysAllow (the default) or RBAC.
+    pub authorization: AuthorizationMode,
 }
 
 impl Config {
@@ -66,6 +70,7 @@ impl Config {
             bookmark_interval: Duration::from_secs(60),
             store: StoreConfig::default(),
             services: services::ServiceNet::default(),
+            authorization: AuthorizationMode::default(),
         }
     }
 }
@@ -93,7 +98,7 @@ pub enum ServerError {
     },
     #[error("the cluster CA: {0}")]
     Keys(#[source] identity::KeyError),
-    #[error("creating the initial namespaces: {0}")]
+    #[error("creating the initial namespaces, priority classes and RBAC policy: {0}")]
     Bootstrap(#[source] ApiError),
     #[error("repairing the service allocations and the kubernetes service: {0}")]
     Services(#[source] ApiError),
@@ -227,10 +232,14 @@ pub async fn serve(
     let keys = identity::Keys::load_or_create(&config.data_dir).map_err(ServerError::Keys)?;
     let objects = storage::Objects::new(store.clone());
     bootstrap(&objects).await.map_err(ServerError::Bootstrap)?;
+    authz::bootstrap::ensure(&objects)
+        .await
+        .map_err(ServerError::Bootstrap)?;
     let state = state::AppState(Arc::new(state::Shared {
         objects,
         kinds: kinds::Kinds::default(),
         tokens,
+        authorization: config.authorization,
         keys: Arc::new(keys),
         shutdown: shutdown.clone(),
         bookmark_interval: config.bookmark_interval,

@@ -31,6 +31,10 @@ struct Flags {
     /// or `30000+2767`).
     #[arg(long, default_value = "30000-32767")]
     service_node_port_range: tinykube_apiserver::services::PortRange,
+    /// How requests are authorized: AlwaysAllow, or RBAC (the stored roles and bindings;
+    /// members of system:masters are always allowed).
+    #[arg(long, default_value = "AlwaysAllow")]
+    authorization_mode: tinykube_apiserver::AuthorizationMode,
     /// Log format on stderr.
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -42,6 +46,7 @@ async fn main() {
     tinykube_cli::init_logging("info", matches!(flags.log_format, LogFormat::Json));
     let mut config = tinykube_apiserver::Config::new(flags.listen, flags.data_dir);
     config.token_auth_file = flags.token_auth_file;
+    config.authorization = flags.authorization_mode;
     config.services = tinykube_apiserver::services::ServiceNet {
         ips: flags.service_cluster_ip_range,
         ports: flags.service_node_port_range,

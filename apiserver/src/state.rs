@@ -17,6 +17,8 @@ pub struct Shared {
     pub kinds: Kinds,
     /// Bearer tokens accepted, with their users; `None`: no authentication.
     pub tokens: Option<HashMap<String, UserInfo>>,
+    /// `--authorization-mode`: what every request is checked against.
+    pub authorization: crate::authz::AuthorizationMode,
     /// The cluster CA and the ServiceAccount token keys.
     pub keys: Arc<Keys>,
     /// Cancelled when the server stops: watches end.

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::Resource;
 use tinykube_client::reflector::{Informer, Notification, Store};
 use tinykube_client::{Api, Client, Kind, ListParams, Scope};
@@ -96,6 +97,7 @@ pub struct Context {
     pub services: Shared<Service>,
     pub endpoints: Shared<Endpoints>,
     pub endpointslices: Shared<EndpointSlice>,
+    pub clusterroles: Shared<ClusterRole>,
     /// Host name for event sources.
     pub host: String,
     recorders: Mutex<HashMap<String, Arc<EventRecorder>>>,
@@ -155,6 +157,7 @@ impl Context {
             services: Shared::new(&client),
             endpoints: Shared::new(&client),
             endpointslices: Shared::new(&client),
+            clusterroles: Shared::new(&client),
             client,
             host,
             recorders: Mutex::new(HashMap::new()),
@@ -190,6 +193,7 @@ impl Context {
             self.services.take_if_used(),
             self.endpoints.take_if_used(),
             self.endpointslices.take_if_used(),
+            self.clusterroles.take_if_used(),
         ]
         .into_iter()
         .flatten()

@@ -1,13 +1,14 @@
 //! tinykube-controller-manager: the controllers that make workloads happen (Endpoints and
 //! EndpointSlices of Services, ReplicaSet, DaemonSet,
 //! Deployment, the garbage collectors of owned objects and of pods, namespace lifecycle, node
-//! lifecycle, disruption budgets, node TTLs), each a reconcile loop over shared informer caches
+//! lifecycle, disruption budgets, node TTLs, ServiceAccounts, quotas, aggregated ClusterRoles), each a reconcile loop over shared informer caches
 //! with a rate-limited work queue keyed by object.
 //!
 //! One entry, [`run`]. It campaigns for the `kube-controller-manager` Lease when asked to,
 //! builds the shared [`context::Context`], starts every enabled controller of the
 //! [`registry`] and then the informers they subscribed to.
 
+pub mod clusterroleaggregation;
 pub mod context;
 pub mod daemonset;
 pub mod deployment;

@@ -10,7 +10,8 @@ use tinykube_client::leader;
 
 /// Runs the controllers that drive the cluster to its desired state (Endpoints and
 /// EndpointSlices, ReplicaSet, Deployment, DaemonSet, garbage collectors, namespace and node
-/// lifecycle, disruption budgets), as upstream's kube-controller-manager.
+/// lifecycle, disruption budgets, ServiceAccounts, quotas, aggregated ClusterRoles), as
+/// upstream's kube-controller-manager.
 #[derive(Parser, Debug)]
 #[command(name = "tinykube-controller-manager", version)]
 struct Flags {
@@ -22,7 +23,8 @@ struct Flags {
     master: Option<String>,
     /// Controllers to run: '*' enables all, 'foo' enables foo, '-foo' disables foo. Known:
     /// endpoint, endpointslice, replicaset, deployment, daemonset, garbagecollector, namespace,
-    /// nodelifecycle, disruption, ttl, podgc.
+    /// nodelifecycle, disruption, ttl, podgc, serviceaccount, root-ca-cert-publisher,
+    /// resourcequota, clusterrole-aggregation.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Campaign for leadership on the kube-controller-manager Lease and run only while leading.

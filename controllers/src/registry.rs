@@ -79,6 +79,10 @@ pub const CONTROLLERS: &[Entry] = &[
         name: "resourcequota",
         start: Some(crate::resourcequota::start),
     },
+    Entry {
+        name: "clusterrole-aggregation",
+        start: Some(crate::clusterroleaggregation::start),
+    },
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

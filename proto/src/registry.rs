@@ -116,6 +116,57 @@ const fn scale() -> Subresource {
 
 const NONE: &[&str] = &[];
 
+/// A kind served with every CRUD verb and no subresources (the RBAC kinds).
+const fn crud(
+    group: &'static str,
+    kind: &'static str,
+    list_kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    namespaced: bool,
+) -> ResourceInfo {
+    ResourceInfo {
+        group,
+        version: "v1",
+        kind,
+        list_kind,
+        plural,
+        singular,
+        short_names: NONE,
+        categories: NONE,
+        namespaced,
+        verbs: CRUD_VERBS,
+        subresources: &[],
+        has_generation: false,
+        custom: None,
+    }
+}
+
+/// A create-only review kind (access reviews, SelfSubjectReview): answered, never stored.
+const fn review(
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    namespaced: bool,
+) -> ResourceInfo {
+    ResourceInfo {
+        group,
+        version: "v1",
+        kind,
+        list_kind: "",
+        plural,
+        singular,
+        short_names: NONE,
+        categories: NONE,
+        namespaced,
+        verbs: &["create"],
+        subresources: &[],
+        has_generation: false,
+        custom: None,
+    }
+}
+
 /// Every served resource, in discovery order within each group version.
 pub static RESOURCES: &[ResourceInfo] = &[
     ResourceInfo {
@@ -571,14 +622,80 @@ pub static RESOURCES: &[ResourceInfo] = &[
         has_generation: true,
         custom: None,
     },
+    review(
+        "authentication.k8s.io",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        false,
+    ),
+    review(
+        "authorization.k8s.io",
+        "LocalSubjectAccessReview",
+        "localsubjectaccessreviews",
+        "localsubjectaccessreview",
+        true,
+    ),
+    review(
+        "authorization.k8s.io",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        false,
+    ),
+    review(
+        "authorization.k8s.io",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        false,
+    ),
+    review(
+        "authorization.k8s.io",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        false,
+    ),
+    crud(
+        RBAC,
+        "ClusterRoleBinding",
+        "ClusterRoleBindingList",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        false,
+    ),
+    crud(
+        RBAC,
+        "ClusterRole",
+        "ClusterRoleList",
+        "clusterroles",
+        "clusterrole",
+        false,
+    ),
+    crud(
+        RBAC,
+        "RoleBinding",
+        "RoleBindingList",
+        "rolebindings",
+        "rolebinding",
+        true,
+    ),
+    crud(RBAC, "Role", "RoleList", "roles", "role", true),
 ];
+
+/// The RBAC API group.
+pub const RBAC: &str = "rbac.authorization.k8s.io";
 
 /// Groups in the order `/apis` lists them (the core group is served under `/api`).
 pub const GROUPS: &[&str] = &[
     "apps",
     "events.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
     "networking.k8s.io",
     "policy",
+    "rbac.authorization.k8s.io",
     "admissionregistration.k8s.io",
     "apiextensions.k8s.io",
     "scheduling.k8s.io",

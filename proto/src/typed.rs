@@ -3,9 +3,12 @@
 //! schema does not declare (what `fieldValidation=Strict` rejects and upstream prunes).
 
 use k8s_openapi::api::admissionregistration::v1 as admissionregistration;
+use k8s_openapi::api::authentication::v1 as authentication;
+use k8s_openapi::api::authorization::v1 as authorization;
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::api::networking::v1 as networking;
 use k8s_openapi::api::node::v1 as node;
+use k8s_openapi::api::rbac::v1 as rbac;
 use k8s_openapi::api::{apps::v1 as apps, coordination::v1 as coordination, core::v1 as core};
 use k8s_openapi::api::{events::v1 as events, policy::v1 as policy, scheduling::v1 as scheduling};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as crd;
@@ -64,6 +67,27 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             through::<crd::CustomResourceDefinition>(obj)
+        }
+        ("rbac.authorization.k8s.io", "Role") => through::<rbac::Role>(obj),
+        ("rbac.authorization.k8s.io", "ClusterRole") => through::<rbac::ClusterRole>(obj),
+        ("rbac.authorization.k8s.io", "RoleBinding") => through::<rbac::RoleBinding>(obj),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            through::<rbac::ClusterRoleBinding>(obj)
+        }
+        ("authorization.k8s.io", "SubjectAccessReview") => {
+            through::<authorization::SubjectAccessReview>(obj)
+        }
+        ("authorization.k8s.io", "SelfSubjectAccessReview") => {
+            through::<authorization::SelfSubjectAccessReview>(obj)
+        }
+        ("authorization.k8s.io", "LocalSubjectAccessReview") => {
+            through::<authorization::LocalSubjectAccessReview>(obj)
+        }
+        ("authorization.k8s.io", "SelfSubjectRulesReview") => {
+            through::<authorization::SelfSubjectRulesReview>(obj)
+        }
+        ("authentication.k8s.io", "SelfSubjectReview") => {
+            through::<authentication::SelfSubjectReview>(obj)
         }
         ("autoscaling", "Scale") => through::<k8s_openapi::api::autoscaling::v1::Scale>(obj),
         _ => Err(DecodeError::UnknownKind {

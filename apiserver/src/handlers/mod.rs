@@ -8,6 +8,7 @@ mod eviction;
 mod options;
 mod persist;
 mod read;
+mod review;
 mod subresource;
 mod token;
 mod watch;
@@ -127,6 +128,9 @@ pub async fn dispatch(
     let Some(user) = authenticated(&state, &headers) else {
         return ApiError::Unauthorized.into_response();
     };
+    if let Err(e) = crate::authz::check(&state, method.as_str(), &path, uri.query(), &user) {
+        return e.into_response();
+    }
     let pretty = wants_pretty(&headers, uri.query());
     let request = Request {
         method,
@@ -250,6 +254,9 @@ async fn serve_target(ctx: Ctx, method: Method, body: Body) -> ApiResult<Respons
         (Method::GET, true, Some("scale")) => subresource::get_scale(ctx),
         (Method::POST, false, None) if ctx.target.info.plural == "bindings" => {
             subresource::binding(ctx, &read_body(body).await?).await
+        }
+        (Method::POST, false, None) if review::is_review(&ctx.target.info) => {
+            review::create(ctx, &read_body(body).await?)
         }
         (Method::POST, false, None) if verb_allowed("create") => {
             write::create(ctx, &read_body(body).await?).await

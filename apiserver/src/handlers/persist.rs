@@ -150,6 +150,7 @@ pub(super) async fn create_object(
         if !errors.is_empty() {
             return Err(invalid(info, object::name(&candidate), errors));
         }
+        crate::authz::escalation::check(&ctx.state, &ctx.user, info, &candidate, None)?;
         let attrs = attributes(ctx, "", Operation::Create, Some(&candidate), None);
         let admitted = policy::admit(&ctx.state, &attrs)?;
         let charged = admission::validate_create(&ctx.state, info, &candidate, dry_run).await?;
@@ -375,6 +376,10 @@ pub(super) async fn change_stored(
             // The last finalizer went: nothing is left to show a policy.
             Change::Delete => return Ok(changed),
         };
+        if matches!(changed, Change::Write(_)) && sub.is_empty() {
+            let info = &ctx.target.info;
+            crate::authz::escalation::check(&ctx.state, &ctx.user, info, new, Some(&current))?;
+        }
         let attrs = attributes(ctx, sub, Operation::Update, Some(new), Some(&current));
         admitted = policy::admit(&ctx.state, &attrs)?;
         Ok(changed)

@@ -123,6 +123,23 @@ fn schemas_for(group: &str) -> Map<String, Value> {
         "discovery.k8s.io" => {
             add::<tinykube_proto::api::api::discovery::v1::EndpointSlice>(&mut gen)
         }
+        "rbac.authorization.k8s.io" => {
+            use tinykube_proto::api::api::rbac::v1 as rbac;
+            add::<rbac::ClusterRoleBinding>(&mut gen);
+            add::<rbac::ClusterRole>(&mut gen);
+            add::<rbac::RoleBinding>(&mut gen);
+            add::<rbac::Role>(&mut gen);
+        }
+        "authorization.k8s.io" => {
+            use tinykube_proto::api::api::authorization::v1 as authorization;
+            add::<authorization::LocalSubjectAccessReview>(&mut gen);
+            add::<authorization::SelfSubjectAccessReview>(&mut gen);
+            add::<authorization::SelfSubjectRulesReview>(&mut gen);
+            add::<authorization::SubjectAccessReview>(&mut gen);
+        }
+        "authentication.k8s.io" => {
+            add::<tinykube_proto::api::api::authentication::v1::SelfSubjectReview>(&mut gen)
+        }
         _ => {}
     }
     gen.take_definitions(true)
@@ -138,6 +155,9 @@ fn schema_name(info: &ResourceInfo) -> String {
         "networking.k8s.io" => "networking".to_string(),
         "discovery.k8s.io" => "discovery".to_string(),
         "admissionregistration.k8s.io" => "admissionregistration".to_string(),
+        "rbac.authorization.k8s.io" => "rbac".to_string(),
+        "authorization.k8s.io" => "authorization".to_string(),
+        "authentication.k8s.io" => "authentication".to_string(),
         g => g.to_string(),
     };
     format!("io.k8s.api.{package}.{}.{}", info.version, info.kind)

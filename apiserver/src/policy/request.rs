@@ -34,7 +34,7 @@ impl Operation {
 
 /// The authenticated user of a request: the token file's user, or `system:anonymous` when the
 /// server runs without authentication.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct UserInfo {
     pub username: String,
     pub uid: String,

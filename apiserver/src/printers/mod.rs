@@ -7,6 +7,7 @@ mod cluster;
 mod config;
 pub mod custom;
 mod quota;
+mod rbac;
 mod services;
 mod workloads;
 
@@ -43,6 +44,9 @@ fn all_columns() -> &'static HashMap<String, Vec<Column>> {
         let more: HashMap<String, Vec<Column>> =
             serde_json::from_str(include_str!("config_networking.json")).unwrap_or_default();
         all.extend(more);
+        let rbac: HashMap<String, Vec<Column>> =
+            serde_json::from_str(include_str!("rbac.json")).unwrap_or_default();
+        all.extend(rbac);
         all
     })
 }
@@ -78,6 +82,10 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
             "ValidatingAdmissionPolicyBinding"
         }
+        ("rbac.authorization.k8s.io", "Role") => "Role",
+        ("rbac.authorization.k8s.io", "ClusterRole") => "ClusterRole",
+        ("rbac.authorization.k8s.io", "RoleBinding") => "RoleBinding",
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => "ClusterRoleBinding",
         _ => "Default",
     }
 }
@@ -119,6 +127,8 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "ValidatingAdmissionPolicyBinding" => {
             admission::validating_admission_policy_binding(obj, now)
         }
+        "Role" | "ClusterRole" => rbac::role(obj),
+        "RoleBinding" | "ClusterRoleBinding" => rbac::binding(obj, now),
         _ => vec![
             name(obj).into(),
             obj.pointer("/metadata/creationTimestamp")

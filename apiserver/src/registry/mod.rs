@@ -25,6 +25,7 @@ mod pod;
 mod podspec;
 mod policy;
 mod quota;
+mod rbac;
 pub mod rules;
 mod scheduling;
 pub mod schema;
@@ -168,6 +169,12 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         }
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
             &admissionregistration::BindingStrategy
+        }
+        ("rbac.authorization.k8s.io", "Role") => &rbac::RoleStrategy,
+        ("rbac.authorization.k8s.io", "ClusterRole") => &rbac::ClusterRoleStrategy,
+        ("rbac.authorization.k8s.io", "RoleBinding") => &rbac::BindingStrategy { namespaced: true },
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            &rbac::BindingStrategy { namespaced: false }
         }
         _ => &Plain,
     }

@@ -17,6 +17,8 @@ pub use super::rules::config_key_errors;
 pub enum NameRule {
     Subdomain,
     Label,
+    /// Anything usable as one path segment (RBAC names, `system:masters`).
+    PathSegment,
 }
 
 /// Problems with a DNS-1123 label, as upstream words them (empty when valid): a valid
@@ -47,6 +49,10 @@ pub fn name_errors(name: &str, rule: NameRule, prefix: bool) -> Vec<String> {
     match rule {
         NameRule::Subdomain => subdomain_errors(name),
         NameRule::Label => label_errors(name),
+        NameRule::PathSegment => super::rules::path_segment_name("", name)
+            .into_iter()
+            .map(|e| e.detail)
+            .collect(),
     }
 }
 

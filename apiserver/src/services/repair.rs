@@ -81,6 +81,7 @@ mod tests {
             objects: Objects::new(store),
             kinds: Default::default(),
             tokens: None,
+            authorization: Default::default(),
             keys: Arc::new(crate::identity::Keys::load_or_create(dir).unwrap()),
             shutdown: Default::default(),
             bookmark_interval: std::time::Duration::from_secs(60),
