@@ -26,6 +26,7 @@ pub mod services;
 mod state;
 mod storage;
 mod table;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -55,6 +56,8 @@ pub struct Config {
     pub store: StoreConfig,
     /// `--service-cluster-ip-range` and `--service-node-port-range`.
     pub services: services::ServiceNet,
+    /// HTTPS (with client certificates when it names a client CA); `None`: plain HTTP.
+    pub tls: Option<tls::TlsConfig>,
 }
 
 impl Config {
@@ -66,6 +69,7 @@ impl Config {
             bookmark_interval: Duration::from_secs(60),
             store: StoreConfig::default(),
             services: services::ServiceNet::default(),
+            tls: None,
         }
     }
 }
@@ -97,6 +101,8 @@ pub enum ServerError {
     Bootstrap(#[source] ApiError),
     #[error("repairing the service allocations and the kubernetes service: {0}")]
     Services(#[source] ApiError),
+    #[error("setting up HTTPS: {0}")]
+    Tls(#[source] tls::TlsError),
     #[error("serving HTTP: {0}")]
     Serve(#[source] std::io::Error),
 }
@@ -225,6 +231,15 @@ pub async fn serve(
         }
     })?;
     let keys = identity::Keys::load_or_create(&config.data_dir).map_err(ServerError::Keys)?;
+    let addr = listener.local_addr().map_err(ServerError::Serve)?;
+    let tls = match &config.tls {
+        Some(tls) => {
+            let ips = identity::serving::ip_addresses(config.services.ips.first(), addr.ip());
+            let generated = || identity::serving::load_or_create(&config.data_dir, &keys, &ips);
+            Some(tls::server_config(tls, generated).map_err(ServerError::Tls)?)
+        }
+        None => None,
+    };
     let objects = storage::Objects::new(store.clone());
     bootstrap(&objects).await.map_err(ServerError::Bootstrap)?;
     let state = state::AppState(Arc::new(state::Shared {
@@ -235,8 +250,8 @@ pub async fn serve(
         shutdown: shutdown.clone(),
         bookmark_interval: config.bookmark_interval,
         services: config.services,
+        client_certs: tls.as_ref().is_some_and(|(_, ca)| ca.is_some()),
     }));
-    let addr = listener.local_addr().map_err(ServerError::Serve)?;
     let repaired = services::repair::run(&state)
         .await
         .map_err(ServerError::Services)?;
@@ -250,15 +265,27 @@ pub async fn serve(
         .fallback(handlers::dispatch)
         .layer(axum::extract::DefaultBodyLimit::disable())
         .with_state(state);
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
-        .map_err(ServerError::Serve);
+    let result = match tls {
+        None => axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+            .map_err(ServerError::Serve),
+        Some((server_config, client_ca)) => {
+            let listener =
+                tls::TlsListener::new(listener, server_config, client_ca, shutdown.clone())
+                    .map_err(ServerError::Serve)?;
+            let app = app.into_make_service_with_connect_info::<tls::Peer>();
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown.cancelled_owned())
+                .await
+                .map_err(ServerError::Serve)
+        }
+    };
     store.close().await;
     result
 }
 
-/// Bind `config.listen` and serve; the bound address is logged.
+/// Bind `config.listen` and serve; the bound address is logged and printed as a URL.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), ServerError> {
     let listener = TcpListener::bind(config.listen)
         .await
@@ -268,6 +295,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Serv
         })?;
     let addr = listener.local_addr().map_err(ServerError::Serve)?;
     tracing::info!(%addr, "tinykube-apiserver listening");
-    println!("tinykube-apiserver listening on http://{addr}");
+    let scheme = if config.tls.is_some() { "https" } else { "http" };
+    println!("tinykube-apiserver listening on {scheme}://{addr}");
     serve(listener, config, shutdown).await
 }
