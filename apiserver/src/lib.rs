@@ -294,8 +294,21 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Serv
             source,
         })?;
     let addr = listener.local_addr().map_err(ServerError::Serve)?;
+    // The printed URL tells the launcher that the cluster CA is there to sign client
+    // certificates with (and to publish as `kube-root-ca.crt`).
+    std::fs::create_dir_all(&config.data_dir).map_err(|source| {
+        ServerError::Keys(identity::KeyError::Write {
+            path: config.data_dir.clone(),
+            source,
+        })
+    })?;
+    identity::Keys::load_or_create(&config.data_dir).map_err(ServerError::Keys)?;
     tracing::info!(%addr, "tinykube-apiserver listening");
-    let scheme = if config.tls.is_some() { "https" } else { "http" };
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     println!("tinykube-apiserver listening on {scheme}://{addr}");
     serve(listener, config, shutdown).await
 }

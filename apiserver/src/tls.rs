@@ -66,7 +66,11 @@ pub fn server_config(
         }
         _ => {
             let (cert, key) = generated().map_err(TlsError::Generate)?;
-            (cert, key, PathBuf::from(crate::identity::serving::CERT_FILE))
+            (
+                cert,
+                key,
+                PathBuf::from(crate::identity::serving::CERT_FILE),
+            )
         }
     };
     let bad = |reason: String| TlsError::Read {
@@ -145,19 +149,18 @@ impl TlsListener {
                 };
                 let (acceptor, tx, client_ca) = (acceptor.clone(), tx.clone(), client_ca.clone());
                 tokio::spawn(async move {
-                    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
-                        .await
-                    {
-                        Ok(Ok(tls)) => tls,
-                        Ok(Err(e)) => {
-                            tracing::debug!(%addr, error = %e, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::debug!(%addr, "TLS handshake timed out");
-                            return;
-                        }
-                    };
+                    let tls =
+                        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                            Ok(Ok(tls)) => tls,
+                            Ok(Err(e)) => {
+                                tracing::debug!(%addr, error = %e, "TLS handshake failed");
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::debug!(%addr, "TLS handshake timed out");
+                                return;
+                            }
+                        };
                     let identity = match &client_ca {
                         Some(ca) => ca.authenticate(tls.get_ref().1.peer_certificates()),
                         None => PeerIdentity::None,

@@ -72,7 +72,8 @@ fn expired(pem: &str) -> bool {
 fn generate(keys: &Keys, ips: &[IpAddr]) -> Result<(String, String), rcgen::Error> {
     let ca_key = KeyPair::from_pem(&keys.key_pem)?;
     let ca = CertificateParams::from_ca_cert_pem(&keys.ca_pem)?.self_signed(&ca_key)?;
-    let mut params = CertificateParams::new(DNS_NAMES.iter().map(|n| n.to_string()).collect::<Vec<_>>())?;
+    let mut params =
+        CertificateParams::new(DNS_NAMES.iter().map(|n| n.to_string()).collect::<Vec<_>>())?;
     params
         .subject_alt_names
         .extend(ips.iter().map(|ip| SanType::IpAddress(*ip)));
@@ -102,10 +103,7 @@ mod tests {
     fn made_once_with_kubeadms_names_then_reused() {
         let dir = tempfile::tempdir().unwrap();
         let keys = Keys::load_or_create(dir.path()).unwrap();
-        let ips = ip_addresses(
-            Ipv4Addr::new(10, 96, 0, 1),
-            "0.0.0.0".parse().unwrap(),
-        );
+        let ips = ip_addresses(Ipv4Addr::new(10, 96, 0, 1), "0.0.0.0".parse().unwrap());
         let (cert, _) = load_or_create(dir.path(), &keys, &ips).unwrap();
         let (_, pem) = x509_parser::pem::parse_x509_pem(cert.as_bytes()).unwrap();
         let parsed = pem.parse_x509().unwrap();
