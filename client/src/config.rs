@@ -335,6 +335,19 @@ mod tests {
         let m = Config::load(Some(&path), Some("http://127.0.0.1:9/")).unwrap();
         assert_eq!(m.server, "http://127.0.0.1:9");
         assert!(Config::from_kubeconfig(&dir.join("missing")).is_err());
+        // TLS: the CA inline, the client certificate and key as files beside the kubeconfig.
+        std::fs::write(dir.join("me.crt"), "CERT").unwrap();
+        std::fs::write(dir.join("me.key"), "KEY").unwrap();
+        std::fs::write(
+            &path,
+            "current-context: c\nclusters:\n- name: k\n  cluster: {server: 'https://127.0.0.1:3', certificate-authority-data: Q0E=, insecure-skip-tls-verify: true}\ncontexts:\n- name: c\n  context: {cluster: k, user: me}\nusers:\n- name: me\n  user: {client-certificate: me.crt, client-key: me.key}\n",
+        )
+        .unwrap();
+        let c = Config::from_kubeconfig(&path).unwrap();
+        assert_eq!(c.tls.ca_pem.as_deref(), Some(&b"CA"[..]));
+        assert_eq!(c.tls.client_cert_pem.as_deref(), Some(&b"CERT"[..]));
+        assert_eq!(c.tls.client_key_pem.as_deref(), Some(&b"KEY"[..]));
+        assert!(c.tls.insecure && c.token.is_none());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

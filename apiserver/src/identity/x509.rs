@@ -187,3 +187,83 @@ impl ClientCertVerifier for RequestClientCert {
         self.inner.supported_verify_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair};
+
+    /// A CA: its certificate and key.
+    fn ca(cn: &str) -> (rcgen::Certificate, KeyPair) {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        (params.self_signed(&key).unwrap(), key)
+    }
+
+    /// A leaf signed by `issuer`, with the subject's (type, value) pairs and `usage`.
+    fn leaf(
+        issuer: &(rcgen::Certificate, KeyPair),
+        subject: &[(DnType, &str)],
+        usage: ExtendedKeyUsagePurpose,
+    ) -> CertificateDer<'static> {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        for (t, v) in subject {
+            params.distinguished_name.push(t.clone(), *v);
+        }
+        params.extended_key_usages = vec![usage];
+        let key = KeyPair::generate().unwrap();
+        params
+            .signed_by(&key, &issuer.0, &issuer.1)
+            .unwrap()
+            .der()
+            .clone()
+    }
+
+    #[test]
+    fn common_name_is_the_user_and_organizations_the_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = ca("kubernetes");
+        let path = dir.path().join("ca.crt");
+        std::fs::write(&path, cluster.0.pem()).unwrap();
+        let client_ca = ClientCa::load(&path).unwrap();
+        // (rcgen keeps one value per attribute type: one O here.)
+        let jane = [
+            (DnType::OrganizationName, "dev"),
+            (DnType::CommonName, "jane"),
+        ];
+        let client = ExtendedKeyUsagePurpose::ClientAuth;
+        let cases: Vec<(&str, CertificateDer<'static>, &str)> = vec![
+            (
+                "signed",
+                leaf(&cluster, &jane, client.clone()),
+                "jane dev,system:authenticated",
+            ),
+            ("no CN", leaf(&cluster, &jane[..1], client.clone()), "none"),
+            (
+                "stranger",
+                leaf(&ca("other"), &jane, client.clone()),
+                "invalid",
+            ),
+            (
+                "server usage",
+                leaf(&cluster, &jane, ExtendedKeyUsagePurpose::ServerAuth),
+                "invalid",
+            ),
+        ];
+        for (what, cert, want) in cases {
+            let got = match client_ca.authenticate(Some(&[cert])) {
+                PeerIdentity::User(u) => format!("{} {}", u.username, u.groups.join(",")),
+                PeerIdentity::None => "none".into(),
+                PeerIdentity::Invalid(why) => {
+                    assert!(why.starts_with("verifying certificate"), "{why}");
+                    "invalid".into()
+                }
+            };
+            assert_eq!(got, want, "{what}");
+        }
+        assert!(matches!(client_ca.authenticate(None), PeerIdentity::None));
+    }
+}
