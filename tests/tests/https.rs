@@ -196,6 +196,84 @@ fn client_certificates_authenticate_their_common_name() {
     assert_eq!(out.fails().trim(), UNAUTHORIZED);
 }
 
+#[test]
+fn tls_cert_file_is_served_instead_of_the_generated_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // A CA of the user's own and a serving certificate for 127.0.0.1 it signed.
+    let ca_key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(DnType::CommonName, "my-ca");
+    params.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = params.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    std::fs::write(path("ca.pem"), ca.pem()).unwrap();
+    std::fs::write(path("tls.crt"), cert.pem()).unwrap();
+    std::fs::write(path("tls.key"), key.serialize_pem()).unwrap();
+
+    let mut child = Command::new(binary("tinykube-apiserver"))
+        .args(["--listen", "127.0.0.1:0", "--data-dir", &path("data")])
+        .args([
+            "--tls-cert-file",
+            &path("tls.crt"),
+            "--tls-private-key-file",
+            &path("tls.key"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(url.starts_with("https://127.0.0.1:"), "{line}");
+    // Trusting only the user's CA, the server checks out: it serves the given certificate.
+    let http = reqwest::blocking::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.pem().as_bytes()).unwrap())
+        .no_proxy()
+        .build()
+        .unwrap();
+    let healthy = eventually(Duration::from_secs(10), || {
+        http.get(format!("{url}/healthz"))
+            .send()
+            .is_ok_and(|r| r.status().is_success())
+    });
+    // (Without any credentials kubectl would prompt for a password over HTTPS; the token is
+    // ignored by a server with no authenticator.)
+    let empty = dir.path().join("empty.kubeconfig");
+    std::fs::write(&empty, "apiVersion: v1\nkind: Config\n").unwrap();
+    let out = Command::new("kubectl")
+        .args([
+            "--token",
+            "ignored",
+            "--server",
+            &url,
+            "--certificate-authority",
+            &path("ca.pem"),
+            "get",
+            "ns",
+            "-o",
+            "name",
+        ])
+        .env("KUBECONFIG", &empty)
+        .env("KUBECACHEDIR", dir.path().join("kube-cache"))
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(healthy);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("namespace/kube-system"),
+        "{out:?}"
+    );
+    assert!(!dir.path().join("data/apiserver.crt").exists());
+}
+
 /// `tinykube up --secure --output json --exit-on-stdin-close`: stopped when dropped.
 struct Cluster {
     child: Child,
