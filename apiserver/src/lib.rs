@@ -27,6 +27,7 @@ pub mod services;
 mod state;
 mod storage;
 mod table;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -59,6 +60,8 @@ pub struct Config {
     pub services: services::ServiceNet,
     /// `--authorization-mode`: AlwaysAllow (the default) or RBAC.
     pub authorization: AuthorizationMode,
+    /// HTTPS (with client certificates when it names a client CA); `None`: plain HTTP.
+    pub tls: Option<tls::TlsConfig>,
 }
 
 impl Config {
@@ -71,6 +74,7 @@ impl Config {
             store: StoreConfig::default(),
             services: services::ServiceNet::default(),
             authorization: AuthorizationMode::default(),
+            tls: None,
         }
     }
 }
@@ -102,6 +106,8 @@ pub enum ServerError {
     Bootstrap(#[source] ApiError),
     #[error("repairing the service allocations and the kubernetes service: {0}")]
     Services(#[source] ApiError),
+    #[error("setting up HTTPS: {0}")]
+    Tls(#[source] tls::TlsError),
     #[error("serving HTTP: {0}")]
     Serve(#[source] std::io::Error),
 }
@@ -230,6 +236,15 @@ pub async fn serve(
         }
     })?;
     let keys = identity::Keys::load_or_create(&config.data_dir).map_err(ServerError::Keys)?;
+    let addr = listener.local_addr().map_err(ServerError::Serve)?;
+    let tls = match &config.tls {
+        Some(tls) => {
+            let ips = identity::serving::ip_addresses(config.services.ips.first(), addr.ip());
+            let generated = || identity::serving::load_or_create(&config.data_dir, &keys, &ips);
+            Some(tls::server_config(tls, generated).map_err(ServerError::Tls)?)
+        }
+        None => None,
+    };
     let objects = storage::Objects::new(store.clone());
     bootstrap(&objects).await.map_err(ServerError::Bootstrap)?;
     authz::bootstrap::ensure(&objects)
@@ -244,8 +259,8 @@ pub async fn serve(
         shutdown: shutdown.clone(),
         bookmark_interval: config.bookmark_interval,
         services: config.services,
+        client_certs: tls.as_ref().is_some_and(|(_, ca)| ca.is_some()),
     }));
-    let addr = listener.local_addr().map_err(ServerError::Serve)?;
     let repaired = services::repair::run(&state)
         .await
         .map_err(ServerError::Services)?;
@@ -259,15 +274,27 @@ pub async fn serve(
         .fallback(handlers::dispatch)
         .layer(axum::extract::DefaultBodyLimit::disable())
         .with_state(state);
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
-        .map_err(ServerError::Serve);
+    let result = match tls {
+        None => axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+            .map_err(ServerError::Serve),
+        Some((server_config, client_ca)) => {
+            let listener =
+                tls::TlsListener::new(listener, server_config, client_ca, shutdown.clone())
+                    .map_err(ServerError::Serve)?;
+            let app = app.into_make_service_with_connect_info::<tls::Peer>();
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown.cancelled_owned())
+                .await
+                .map_err(ServerError::Serve)
+        }
+    };
     store.close().await;
     result
 }
 
-/// Bind `config.listen` and serve; the bound address is logged.
+/// Bind `config.listen` and serve; the bound address is logged and printed as a URL.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), ServerError> {
     let listener = TcpListener::bind(config.listen)
         .await
@@ -276,7 +303,21 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Serv
             source,
         })?;
     let addr = listener.local_addr().map_err(ServerError::Serve)?;
+    // The printed URL tells the launcher that the cluster CA is there to sign client
+    // certificates with (and to publish as `kube-root-ca.crt`).
+    std::fs::create_dir_all(&config.data_dir).map_err(|source| {
+        ServerError::Keys(identity::KeyError::Write {
+            path: config.data_dir.clone(),
+            source,
+        })
+    })?;
+    identity::Keys::load_or_create(&config.data_dir).map_err(ServerError::Keys)?;
     tracing::info!(%addr, "tinykube-apiserver listening");
-    println!("tinykube-apiserver listening on http://{addr}");
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    println!("tinykube-apiserver listening on {scheme}://{addr}");
     serve(listener, config, shutdown).await
 }

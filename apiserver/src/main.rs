@@ -15,15 +15,30 @@ enum LogFormat {
 #[derive(Parser, Debug)]
 #[command(name = "tinykube-apiserver", version)]
 struct Flags {
-    /// Address to serve plain HTTP on (port 0 picks a free port; the bound address is printed).
+    /// Address to serve on (port 0 picks a free port; the URL is printed on stdout).
     #[arg(long, default_value = "127.0.0.1:6443")]
     listen: SocketAddr,
     /// Directory of the store; created if missing, reopened with its objects if present.
     #[arg(long, default_value = "./tinykube-data/apiserver")]
     data_dir: PathBuf,
-    /// CSV of `token,user,uid[,groups]`; requests without one of these bearer tokens get 401.
+    /// CSV of `token,user,uid[,groups]`; requests without one of these bearer tokens (or a
+    /// ServiceAccount token, or a client certificate) get 401.
     #[arg(long)]
     token_auth_file: Option<PathBuf>,
+    /// Serve HTTPS instead of plain HTTP, with --tls-cert-file, else with DATA_DIR/apiserver.crt
+    /// signed by the cluster CA (generated on first start). Implied by the three flags below.
+    #[arg(long)]
+    secure: bool,
+    /// PEM certificate (chain) to serve HTTPS with; needs --tls-private-key-file.
+    #[arg(long, requires = "tls_private_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// PEM private key of --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
+    /// PEM CA bundle: client certificates it signed authenticate as their CN, with their O as
+    /// groups (and then requests without credentials get 401). Implies HTTPS.
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
     /// CIDR of Services' cluster IPs (IPv4); its first address is the `kubernetes` Service's.
     #[arg(long, default_value = "10.96.0.0/12")]
     service_cluster_ip_range: tinykube_apiserver::services::IpRange,
@@ -47,6 +62,13 @@ async fn main() {
     let mut config = tinykube_apiserver::Config::new(flags.listen, flags.data_dir);
     config.token_auth_file = flags.token_auth_file;
     config.authorization = flags.authorization_mode;
+    if flags.secure || flags.tls_cert_file.is_some() || flags.client_ca_file.is_some() {
+        config.tls = Some(tinykube_apiserver::tls::TlsConfig {
+            cert_file: flags.tls_cert_file,
+            key_file: flags.tls_private_key_file,
+            client_ca_file: flags.client_ca_file,
+        });
+    }
     config.services = tinykube_apiserver::services::ServiceNet {
         ips: flags.service_cluster_ip_range,
         ports: flags.service_node_port_range,

@@ -27,6 +27,8 @@ pub struct Shared {
     pub bookmark_interval: Duration,
     /// The ranges of Services' cluster IPs and node ports.
     pub services: crate::services::ServiceNet,
+    /// Whether client certificates authenticate (`--client-ca-file`, over HTTPS).
+    pub client_certs: bool,
 }
 
 #[derive(Clone)]

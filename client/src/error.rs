@@ -20,6 +20,8 @@ pub enum ClientError {
     Api(Status),
     #[error("reading the kubeconfig {path}: {reason}")]
     Config { path: String, reason: String },
+    #[error("the TLS settings (CA, client certificate): {0}")]
+    Tls(#[source] reqwest::Error),
     #[error("request to the API server failed: {0}")]
     Http(#[from] reqwest::Error),
     #[error("decoding the server's answer: {0}")]

@@ -18,7 +18,7 @@ mod watch;
 pub mod watcher;
 
 pub use api::{Api, Kind, ListParams, Patch, PostParams, Scope};
-pub use config::{http_builder, proxy_exempt, Client, Config};
+pub use config::{http_builder, proxy_exempt, Client, Config, Tls};
 pub use error::{ClientError, Status};
 pub use watch::WatchEvent;
 

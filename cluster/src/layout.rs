@@ -1,6 +1,7 @@
 //! What a cluster is made of, decided before anything starts: the data directory's layout, the
 //! saved shape (so a second `tinykube up` resumes the same cluster), the nodes with their
-//! addresses, pod CIDRs, labels and taints, and the kubeconfig text.
+//! addresses, pod CIDRs, labels and taints, and the kubeconfig text (with the CA and a client
+//! certificate for a `--secure` cluster).
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,9 @@ pub struct Shape {
     pub workers: usize,
     pub masters: usize,
     pub port: u16,
+    /// HTTPS with client certificates (`tinykube up --secure`).
+    #[serde(default)]
+    pub secure: bool,
 }
 
 impl Default for Shape {
@@ -24,6 +28,7 @@ impl Default for Shape {
             workers: 3,
             masters: 0,
             port: 6443,
+            secure: false,
         }
     }
 }
@@ -35,12 +40,14 @@ impl Shape {
         workers: Option<usize>,
         masters: Option<usize>,
         port: Option<u16>,
+        secure: Option<bool>,
     ) -> Shape {
         let base = saved.unwrap_or_default();
         Shape {
             workers: workers.unwrap_or(base.workers),
             masters: masters.unwrap_or(base.masters),
             port: port.unwrap_or(base.port),
+            secure: secure.unwrap_or(base.secure),
         }
     }
 }
@@ -85,6 +92,17 @@ impl Layout {
     }
     pub fn restart_script(&self, component: &str) -> PathBuf {
         self.run_dir().join(format!("{component}.sh"))
+    }
+    /// `pki/COMPONENT.kubeconfig`: a `--secure` cluster's component kubeconfigs, each with
+    /// the component's own client certificate.
+    pub fn component_kubeconfig(&self, component: &str) -> PathBuf {
+        self.root
+            .join("pki")
+            .join(format!("{component}.kubeconfig"))
+    }
+    /// The cluster CA the API server generates (`ca.crt`; its key beside it).
+    pub fn ca_cert(&self) -> PathBuf {
+        self.apiserver_data().join("ca.crt")
     }
 }
 
@@ -213,10 +231,24 @@ pub fn plan(shape: &Shape) -> Vec<KubeletPlan> {
     out
 }
 
-/// The kubeconfig users get.
-pub fn kubeconfig(server: &str) -> String {
+/// The kubeconfig of a user: the server and, for an HTTPS one, the CA to trust and the
+/// user's client certificate, embedded as kubeadm's `admin.conf` does.
+pub fn kubeconfig(server: &str, creds: Option<&crate::pki::Credentials>) -> String {
+    use base64::Engine;
+    let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+    let (ca, user) = match creds {
+        Some(c) => (
+            format!("    certificate-authority-data: {}\n", b64(&c.ca_pem)),
+            format!(
+                "\n    client-certificate-data: {}\n    client-key-data: {}\n",
+                b64(&c.cert_pem),
+                b64(&c.key_pem)
+            ),
+        ),
+        None => (String::new(), " {}\n".to_string()),
+    };
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: {server}\n  name: tinykube\ncontexts:\n- context:\n    cluster: tinykube\n    user: admin\n  name: tinykube\ncurrent-context: tinykube\nusers:\n- name: admin\n  user: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n{ca}    server: {server}\n  name: tinykube\ncontexts:\n- context:\n    cluster: tinykube\n    user: admin\n  name: tinykube\ncurrent-context: tinykube\nusers:\n- name: admin\n  user:{user}"
     )
 }
 
@@ -230,35 +262,38 @@ mod tests {
             workers: 5,
             masters: 1,
             port: 7000,
+            secure: true,
+        };
+        let shape = |workers, masters, port, secure| Shape {
+            workers,
+            masters,
+            port,
+            secure,
         };
         let cases = [
-            (None, None, None, None, Shape::default()),
-            (Some(saved), None, None, None, saved),
+            (None, None, None, None, None, Shape::default()),
+            (Some(saved), None, None, None, None, saved),
             (
                 Some(saved),
                 Some(2),
                 None,
                 Some(0),
-                Shape {
-                    workers: 2,
-                    masters: 1,
-                    port: 0,
-                },
+                None,
+                shape(2, 1, 0, true),
             ),
             (
+                Some(saved),
                 None,
                 None,
-                Some(1),
                 None,
-                Shape {
-                    workers: 3,
-                    masters: 1,
-                    port: 6443,
-                },
+                Some(false),
+                shape(5, 1, 7000, false),
             ),
+            (None, None, Some(1), None, None, shape(3, 1, 6443, false)),
+            (None, None, None, None, Some(true), shape(3, 0, 6443, true)),
         ];
-        for (saved, w, m, p, want) in cases {
-            assert_eq!(Shape::resolve(saved, w, m, p), want);
+        for (saved, w, m, p, secure, want) in cases {
+            assert_eq!(Shape::resolve(saved, w, m, p, secure), want);
         }
     }
 
@@ -269,6 +304,7 @@ mod tests {
             workers: 3,
             masters: 1,
             port: 0,
+            secure: false,
         });
         let names: Vec<Vec<String>> = p.iter().map(KubeletPlan::node_names).collect();
         assert_eq!(names, [["master0"], ["worker0"], ["worker1"], ["worker2"]]);
@@ -296,6 +332,7 @@ mod tests {
             workers: 1000,
             masters: 0,
             port: 0,
+            secure: false,
         });
         assert_eq!(big.len(), 1);
         assert_eq!(big[0].node_names().len(), 1000);
@@ -307,8 +344,27 @@ mod tests {
 
     #[test]
     fn kubeconfig_points_at_the_server() {
-        let text = kubeconfig("http://127.0.0.1:6443");
+        let text = kubeconfig("http://127.0.0.1:6443", None);
         assert!(text.contains("server: http://127.0.0.1:6443\n"));
         assert!(text.contains("current-context: tinykube\n"));
+        assert!(text.ends_with("- name: admin\n  user: {}\n"), "{text}");
+        let creds = crate::pki::Credentials {
+            ca_pem: "CA".into(),
+            cert_pem: "CERT".into(),
+            key_pem: "KEY".into(),
+        };
+        let text = kubeconfig("https://127.0.0.1:6443", Some(&creds));
+        assert!(
+            text.contains(
+                "    certificate-authority-data: Q0E=\n    server: https://127.0.0.1:6443\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "  user:\n    client-certificate-data: Q0VSVA==\n    client-key-data: S0VZ\n"
+            ),
+            "{text}"
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! One entry, [`run`]. [`layout`] decides names, addresses and paths; [`process`] runs children.
 
 pub mod layout;
+pub mod pki;
 pub mod process;
 pub mod summary;
 
@@ -41,6 +42,8 @@ pub struct Config {
     pub node_monitor_grace_period: Option<Duration>,
     /// The human summary, or one JSON line for a test fixture.
     pub output: summary::Output,
+    /// HTTPS with client certificates (`--secure`); unset: as the saved cluster, else HTTP.
+    pub secure: Option<bool>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +72,8 @@ pub enum ClusterError {
     },
     #[error("nodes not Ready after {}s: {}", READY_TIMEOUT.as_secs(), .0.join(", "))]
     NotReady(Vec<String>),
+    #[error("the cluster's certificates: {0}")]
+    Pki(#[from] pki::PkiError),
     #[error("talking to the API server: {0}")]
     Client(#[from] tinykube_client::ClientError),
     #[error("stopped before the cluster was ready")]
@@ -138,7 +143,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
     let resumed = saved.is_some();
-    let shape = Shape::resolve(saved, config.workers, config.masters, config.port);
+    let shape = Shape::resolve(
+        saved,
+        config.workers,
+        config.masters,
+        config.port,
+        config.secure,
+    );
     let plans = layout::plan(&shape);
     let node_names: Vec<String> = plans.iter().flat_map(|p| p.node_names()).collect();
     let logs = layout.logs();
@@ -167,30 +178,46 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
         exited: BTreeSet::new(),
     };
     let result = async {
-        let args = vec![
+        let mut args = vec![
             "--listen".to_string(),
             format!("127.0.0.1:{}", shape.port),
             "--data-dir".into(),
             layout.apiserver_data().display().to_string(),
         ];
+        if shape.secure {
+            // The CA it generates on first start also signs the users' client certificates.
+            args.extend([
+                "--secure".into(),
+                "--client-ca-file".into(),
+                layout.ca_cert().display().to_string(),
+            ]);
+        }
         let log = layout.log("apiserver");
         let (c, line) =
             process::spawn("apiserver", &apiserver_bin, &args, &log, true, tx.clone()).await?;
         procs.components.push(c);
         let url = line
             .and_then(|l| l.rsplit(' ').next().map(str::to_string))
-            .filter(|u| u.starts_with("http://"))
+            .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
             .ok_or_else(|| ClusterError::ApiServer {
                 port: shape.port,
                 log: process::tail(&log, 5),
             })?;
-        let client = Client::new(tinykube_client::Config {
-            server: url.clone(),
-            token: None,
-        })?;
-        let master = vec!["--master".to_string(), url.clone()];
+        let ca = match shape.secure {
+            true => Some(pki::Ca::load(&layout.apiserver_data())?),
+            false => None,
+        };
+        let admin = match &ca {
+            Some(ca) => {
+                let (user, groups) = pki::identity("admin");
+                Some(ca.issue(&user, &groups)?)
+            }
+            None => None,
+        };
+        let client = Client::new(client_config(&url, admin.as_ref()))?;
+        let connect = |component: &str| connect_args(&layout, ca.as_ref(), &url, component);
         if let Some(bin) = &scheduler_bin {
-            let mut args = master.clone();
+            let mut args = connect("scheduler")?;
             // As a kubeadm cluster's: it holds kube-system/kube-scheduler while it schedules.
             args.extend([
                 "--secure-port".into(),
@@ -210,7 +237,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
         }
         if let Some(bin) = &cm_bin {
             let log = layout.log("controller-manager");
-            let mut args = master.clone();
+            let mut args = connect("controller-manager")?;
             // The CA the API server generated into its data dir, for `kube-root-ca.crt`.
             args.extend([
                 "--root-ca-file".into(),
@@ -227,7 +254,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
             procs.components.push(c);
         }
         for p in &plans {
-            let mut args = master.clone();
+            let mut args = connect(&p.component())?;
             args.extend(p.args(&layout));
             if let Some(lease) = config.node_monitor_grace_period.and_then(lease_for_grace) {
                 args.extend(["--node-lease-duration-seconds".into(), lease.to_string()]);
@@ -255,18 +282,18 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
             // puts on new nodes; do what its node lifecycle controller would.
             lift_not_ready_taints(&client, &node_names).await;
         }
-        Ok::<String, ClusterError>(url)
+        Ok::<_, ClusterError>((url, admin))
     }
     .await;
-    let url = match result {
-        Ok(url) => url,
+    let (url, admin) = match result {
+        Ok(ready) => ready,
         Err(e) => {
             procs.stop(&mut exits).await;
             return Err(e);
         }
     };
     let kubeconfig = layout.kubeconfig();
-    std::fs::write(&kubeconfig, layout::kubeconfig(&url)).map_err(io_err(&kubeconfig))?;
+    write_private(&kubeconfig, &layout::kubeconfig(&url, admin.as_ref()))?;
     let components: Vec<(&str, u32)> = procs
         .components
         .iter()
@@ -308,6 +335,55 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
     eprintln!("tinykube: stopping the cluster");
     procs.stop(&mut exits).await;
     Ok(())
+}
+
+/// A client of the API server at `url`: plain, or with the CA and a user's certificate.
+fn client_config(url: &str, creds: Option<&pki::Credentials>) -> tinykube_client::Config {
+    let mut config = tinykube_client::Config::new(url);
+    if let Some(c) = creds {
+        config.tls = tinykube_client::Tls {
+            ca_pem: Some(c.ca_pem.clone().into_bytes()),
+            client_cert_pem: Some(c.cert_pem.clone().into_bytes()),
+            client_key_pem: Some(c.key_pem.clone().into_bytes()),
+            insecure: false,
+        };
+    }
+    config
+}
+
+/// How a component finds the cluster: `--master URL` over plain HTTP; for a secure cluster,
+/// `--kubeconfig pki/COMPONENT.kubeconfig` with the CA and its own client certificate.
+fn connect_args(
+    layout: &Layout,
+    ca: Option<&pki::Ca>,
+    url: &str,
+    component: &str,
+) -> Result<Vec<String>, ClusterError> {
+    let Some(ca) = ca else {
+        return Ok(vec!["--master".into(), url.into()]);
+    };
+    let (user, groups) = pki::identity(component);
+    let creds = ca.issue(&user, &groups)?;
+    let path = layout.component_kubeconfig(component);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    }
+    write_private(&path, &layout::kubeconfig(url, Some(&creds)))?;
+    Ok(vec!["--kubeconfig".into(), path.display().to_string()])
+}
+
+/// Write a file only its owner may read (it may hold a private key).
+fn write_private(path: &Path, text: &str) -> Result<(), ClusterError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(io_err(path))
 }
 
 /// The node lease (in seconds) that keeps heartbeats well inside `grace`, when upstream's

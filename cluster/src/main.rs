@@ -58,6 +58,11 @@ enum Cmd {
         /// holds the pipe stops the cluster by closing it, or by dying. Without it stdin is ignored.
         #[arg(long)]
         exit_on_stdin_close: bool,
+        /// Serve the API over HTTPS with the cluster CA and client certificates: the kubeconfig
+        /// gets the CA and an admin certificate (kubernetes-admin, system:masters), each
+        /// component its own [default: false, or what the data dir's cluster had].
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+        secure: Option<bool>,
     },
 }
 
@@ -82,6 +87,7 @@ async fn main() {
         node_monitor_grace_period,
         output,
         exit_on_stdin_close,
+        secure,
     } = flags.command;
     let bin_dir = std::env::current_exe()
         .ok()
@@ -104,6 +110,7 @@ async fn main() {
             OutputFlag::Text => Output::Text,
             OutputFlag::Json => Output::Json,
         },
+        secure,
     };
     // Installed before any child starts: a signal during start-up must stop them all.
     let shutdown = tinykube_cli::shutdown_on_signal();

@@ -172,10 +172,7 @@ async fn main() -> Result<()> {
         .context("starting tinykube-controller-manager")?;
     let cm_pid = cm.id();
     let _cm = Killed(cm);
-    let client = Client::new(tinykube_client::Config {
-        server: url.to_string(),
-        token: None,
-    })?;
+    let client = Client::new(tinykube_client::Config::new(url))?;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
     for _ in 0..100 {
         if deployments.list(&ListParams::default()).await.is_ok() {

@@ -60,7 +60,7 @@ fn spawn_apiserver(data: &Path, port: u16, extra: &[&str]) -> Result<(Child, Str
     let url = line
         .rsplit(' ')
         .next()
-        .filter(|u| u.starts_with("http://"))
+        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
         .with_context(|| format!("unexpected first line from apiserver: {line}"))?
         .to_string();
     // Keep draining stdout so the child never blocks on a full pipe.
@@ -96,8 +96,13 @@ impl ApiServer {
     }
 
     fn write_kubeconfig(&self) -> Result<()> {
+        // Over HTTPS, the server's certificate is checked against the CA it generated.
+        let ca = match self.url.starts_with("https://") {
+            true => format!("    certificate-authority: {}\n", self.ca_file().display()),
+            false => String::new(),
+        };
         let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: {}\n  name: tinykube\ncontexts:\n- context:\n    cluster: tinykube\n    user: admin\n  name: tinykube\ncurrent-context: tinykube\nusers:\n- name: admin\n  user: {{}}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n{ca}    server: {}\n  name: tinykube\ncontexts:\n- context:\n    cluster: tinykube\n    user: admin\n  name: tinykube\ncurrent-context: tinykube\nusers:\n- name: admin\n  user: {{}}\n",
             self.url
         );
         std::fs::write(self.kubeconfig(), text)?;
@@ -107,7 +112,7 @@ impl ApiServer {
     fn wait_healthy(&self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
-            if let Ok(r) = reqwest::blocking::get(format!("{}/healthz", self.url)) {
+            if let Ok(r) = self.http().get(format!("{}/healthz", self.url)).send() {
                 if r.status().is_success() {
                     return Ok(());
                 }
@@ -123,6 +128,11 @@ impl ApiServer {
 
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
+    }
+
+    /// The cluster CA the server generated into its data dir (`ca.key` beside it).
+    pub fn ca_file(&self) -> PathBuf {
+        self.data_dir().join("ca.crt")
     }
 
     /// A scratch directory for manifests of this test.
@@ -145,6 +155,7 @@ impl ApiServer {
         let (child, url) = spawn_apiserver(&self.data_dir(), self.port, &extra)?;
         self.child = Some(child);
         self.url = url;
+        self.write_kubeconfig()?;
         self.wait_healthy()
     }
 
@@ -154,6 +165,7 @@ impl ApiServer {
         let (child, url) = spawn_apiserver(&self.data_dir(), self.port, extra)?;
         self.child = Some(child);
         self.url = url;
+        self.write_kubeconfig()?;
         self.wait_healthy()
     }
 
@@ -185,9 +197,15 @@ impl ApiServer {
         Kubectl::from(out, args)
     }
 
-    /// A plain HTTP client request builder for this server.
+    /// An HTTP client for this server (trusting its CA when it serves HTTPS).
     pub fn http(&self) -> reqwest::blocking::Client {
-        reqwest::blocking::Client::new()
+        let mut builder = reqwest::blocking::Client::builder();
+        if self.url.starts_with("https://") {
+            let pem = std::fs::read(self.ca_file()).expect("the server's CA");
+            let ca = reqwest::Certificate::from_pem(&pem).expect("a PEM CA");
+            builder = builder.add_root_certificate(ca);
+        }
+        builder.build().expect("an HTTP client")
     }
 
     /// The events a watch request answers (`PATH?watch=1&…&timeoutSeconds=N`: it must end),

@@ -15,16 +15,19 @@ mod watch;
 mod write;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
 use crate::error::{ApiError, ApiResult};
+use crate::identity::x509::PeerIdentity;
 use crate::policy::UserInfo;
 use crate::request::{body_format, parse_target, BodyFormat, Query, Target};
 use crate::state::AppState;
+use crate::tls::Peer;
 use crate::{discovery, openapi};
 
 /// Largest request body accepted (upstream's 3 MiB).
@@ -85,21 +88,31 @@ fn wants_pretty(headers: &HeaderMap, query: Option<&str>) -> bool {
     by_query || ua.starts_with("curl") || ua.starts_with("Wget") || ua.starts_with("Mozilla/5.0")
 }
 
-/// The request's user: the token file's, or a ServiceAccount token's; `system:anonymous`
-/// without authentication; `None` when a token is required and missing or unknown.
-fn authenticated(state: &AppState, headers: &HeaderMap) -> Option<UserInfo> {
-    let Some(tokens) = &state.tokens else {
+/// The request's user, as upstream's union of authenticators: a client certificate the client
+/// CA verified (CN, O), else a bearer token (the token file's, then a ServiceAccount token's);
+/// `system:anonymous` when no authenticator is configured; `None` (401) when one is and the
+/// request brings no credentials that authenticate.
+fn authenticated(
+    state: &AppState,
+    headers: &HeaderMap,
+    peer: Option<&PeerIdentity>,
+) -> Option<UserInfo> {
+    if let Some(PeerIdentity::User(user)) = peer {
+        return Some(user.clone());
+    }
+    if state.tokens.is_none() && !state.client_certs {
         return Some(UserInfo::anonymous());
-    };
+    }
     headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .and_then(|t| {
             let t = t.trim();
-            tokens
-                .get(t)
-                .cloned()
+            state
+                .tokens
+                .as_ref()
+                .and_then(|tokens| tokens.get(t).cloned())
                 .or_else(|| crate::identity::token::authenticate(state, t))
         })
 }
@@ -119,13 +132,15 @@ pub async fn dispatch(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
+    peer: Option<Extension<ConnectInfo<Peer>>>,
     body: Body,
 ) -> Response {
     let path = uri.path().to_string();
     if matches!(path.as_str(), "/healthz" | "/livez" | "/readyz") {
         return (StatusCode::OK, "ok").into_response();
     }
-    let Some(user) = authenticated(&state, &headers) else {
+    let peer = peer.as_ref().map(|Extension(ConnectInfo(p))| &p.identity);
+    let Some(user) = authenticated(&state, &headers, peer) else {
         return ApiError::Unauthorized.into_response();
     };
     if let Err(e) = crate::authz::check(&state, method.as_str(), &path, uri.query(), &user) {

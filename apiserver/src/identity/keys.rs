@@ -39,6 +39,8 @@ pub enum KeyError {
 pub struct Keys {
     /// PEM of the CA certificate.
     pub ca_pem: String,
+    /// PEM of the CA's private key, to sign the serving certificate.
+    pub(super) key_pem: String,
     pub(super) signing: EncodingKey,
     pub(super) verifying: DecodingKey,
 }
@@ -49,14 +51,14 @@ impl std::fmt::Debug for Keys {
     }
 }
 
-fn read(path: &Path) -> Result<String, KeyError> {
+pub(super) fn read(path: &Path) -> Result<String, KeyError> {
     std::fs::read_to_string(path).map_err(|source| KeyError::Read {
         path: path.to_path_buf(),
         source,
     })
 }
 
-fn write(path: &Path, text: &str, private: bool) -> Result<(), KeyError> {
+pub(super) fn write(path: &Path, text: &str, private: bool) -> Result<(), KeyError> {
     let err = |source| KeyError::Write {
         path: path.to_path_buf(),
         source,
@@ -114,6 +116,7 @@ impl Keys {
             .map_err(|e| bad(e.to_string()))?;
         Ok(Keys {
             ca_pem,
+            key_pem,
             signing,
             verifying,
         })

@@ -1,10 +1,13 @@
-//! ServiceAccount identity: the cluster CA and signing key kept in the data dir (`keys`), the
-//! ServiceAccount tokens signed with it and their verification as bearer tokens (`token`), and
+//! Identity: the cluster CA and signing key kept in the data dir (`keys`), the serving
+//! certificate it signs (`serving`), the ServiceAccount tokens signed with it and their
+//! verification as bearer tokens (`token`), client-certificate authentication (`x509`), and
 //! upstream's ServiceAccount admission plugin for pods (`admission`).
 
 mod admission;
 mod keys;
+pub mod serving;
 pub mod token;
+pub mod x509;
 
 pub use admission::admit_pod;
 pub use keys::{KeyError, Keys};

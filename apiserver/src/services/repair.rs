@@ -86,6 +86,7 @@ mod tests {
             shutdown: Default::default(),
             bookmark_interval: std::time::Duration::from_secs(60),
             services: ServiceNet::default(),
+            client_certs: false,
         }))
     }
 

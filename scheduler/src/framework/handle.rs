@@ -81,11 +81,8 @@ impl Handle {
     /// A handle with no cluster behind it: empty listers and a client that reaches nothing.
     #[cfg(test)]
     pub fn detached() -> Handle {
-        let client = Client::new(tinykube_client::Config {
-            server: "http://127.0.0.1:9".into(),
-            token: None,
-        })
-        .expect("a client needs no I/O to build");
+        let client = Client::new(tinykube_client::Config::new("http://127.0.0.1:9"))
+            .expect("a client needs no I/O to build");
         Handle {
             client,
             replica_sets: Arc::new(Fixed::<ReplicaSet>::new([])),
