@@ -498,6 +498,15 @@ impl ControllerManager {
     /// `--leader-elect`, leader election is off so a restarted manager acts at once; as
     /// `tinykube up` does, `--root-ca-file` is the CA in the API server's data dir.
     pub fn start(server: &ApiServer, extra: &[&str]) -> Result<ControllerManager> {
+        Self::start_as(server, server.kubeconfig(), extra)
+    }
+
+    /// [`ControllerManager::start`] with its own kubeconfig (credentials of its own).
+    pub fn start_as(
+        server: &ApiServer,
+        kubeconfig: PathBuf,
+        extra: &[&str],
+    ) -> Result<ControllerManager> {
         let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         if !extra.iter().any(|a| a.starts_with("--leader-elect")) {
             args.push("--leader-elect=false".into());
@@ -508,7 +517,7 @@ impl ControllerManager {
         }
         let mut cm = ControllerManager {
             child: None,
-            kubeconfig: server.kubeconfig(),
+            kubeconfig,
             args,
         };
         cm.spawn()?;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use rcgen::{CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair};
-use tinykube_tests::{binary, eventually, table_rows, ApiServer};
+use tinykube_tests::{binary, eventually, table_rows, ApiServer, ControllerManager};
 
 const UNAUTHORIZED: &str = "error: You must be logged in to the server (Unauthorized)";
 
@@ -397,4 +397,108 @@ fn tinykube_up_secure_runs_a_cluster_over_https() {
             .collect::<Vec<_>>()
     });
     assert_eq!(names, ["worker0", "worker1"]);
+}
+
+/// The RBAC acceptance with real kubectl: under `--authorization-mode RBAC`, a token
+/// user bound to `view` lists pods and is refused a delete with upstream's message; the admin
+/// token (group `system:masters`) may do anything; `kubectl auth whoami` names the user.
+#[test]
+fn kubectl_under_rbac_as_a_viewer() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(
+        &tokens,
+        "admin-token,admin,0,\"system:masters\"\nview-token,alice,1,\"dev\"\n",
+    )
+    .unwrap();
+    let server = ApiServer::start_with(&[
+        "--secure",
+        "--token-auth-file",
+        tokens.to_str().unwrap(),
+        "--authorization-mode",
+        "RBAC",
+    ])
+    .unwrap();
+    let admin = |args: &[&str]| {
+        let mut all = vec!["--token", "admin-token"];
+        all.extend_from_slice(args);
+        server.kubectl(&all)
+    };
+    let alice = |args: &[&str]| {
+        let mut all = vec!["--token", "view-token"];
+        all.extend_from_slice(args);
+        server.kubectl(&all)
+    };
+    // The controller manager, with the admin's token, fills the aggregated `view` role.
+    let kubeconfig = dir.path().join("admin.kubeconfig");
+    std::fs::copy(server.kubeconfig(), &kubeconfig).unwrap();
+    let kc = kubeconfig.to_str().unwrap();
+    let user = server
+        .kubectl(&[
+            "--kubeconfig",
+            kc,
+            "config",
+            "view",
+            "-o",
+            "jsonpath={.contexts[0].context.user}",
+        ])
+        .ok()
+        .to_string();
+    server
+        .kubectl(&[
+            "--kubeconfig",
+            kc,
+            "config",
+            "set-credentials",
+            &user,
+            "--token=admin-token",
+        ])
+        .ok();
+    let _cm = ControllerManager::start_as(
+        &server,
+        kubeconfig.clone(),
+        &["--controllers=clusterrole-aggregation"],
+    )
+    .unwrap();
+    assert!(eventually(Duration::from_secs(10), || {
+        admin(&[
+            "get",
+            "clusterrole",
+            "view",
+            "-o",
+            "jsonpath={.rules[*].resources}",
+        ])
+        .stdout
+        .contains("pods")
+    }));
+    admin(&["run", "web", "--image=nginx"]).ok();
+    // Not bound to anything yet: refused.
+    let refused = alice(&["get", "pods"]);
+    assert_eq!(
+        refused.fails().trim(),
+        "Error from server (Forbidden): pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
+    );
+    admin(&[
+        "create",
+        "rolebinding",
+        "alice-view",
+        "--clusterrole=view",
+        "--user=alice",
+    ])
+    .ok();
+    let rows = table_rows(alice(&["get", "pods"]).ok());
+    assert_eq!(rows[1][0], "web");
+    let delete = alice(&["delete", "pod", "web"]);
+    assert_eq!(
+        delete.fails().trim(),
+        "Error from server (Forbidden): pods \"web\" is forbidden: User \"alice\" cannot delete resource \"pods\" in API group \"\" in the namespace \"default\""
+    );
+    assert_eq!(
+        alice(&["auth", "can-i", "delete", "pods"]).stdout.trim(),
+        "no"
+    );
+    assert_eq!(alice(&["auth", "can-i", "list", "pods"]).ok().trim(), "yes");
+    let whoami = table_rows(alice(&["auth", "whoami"]).ok());
+    assert_eq!(whoami[1], ["Username", "alice"]);
+    admin(&["delete", "pod", "web"]).ok();
 }
