@@ -11,7 +11,8 @@ use tinykube_proto::quantity::Quantity;
 
 use super::field::FieldError;
 use super::names::{validate_object_meta, NameRule};
-use super::quota::{go_quantity, resource_name};
+use super::quota::resource_name;
+use super::rules::go_quantity;
 use super::rules::{container_resource_name, invalid_quantity, qualified_name_errors, quantity};
 use super::Strategy;
 

@@ -5,11 +5,10 @@
 //! create, kept by spec updates.
 
 use serde_json::Value;
-use tinykube_proto::quantity::Quantity;
 
 use super::field::FieldError;
 use super::names::{validate_object_meta, NameRule};
-use super::rules::{qualified_name_errors, quantity};
+use super::rules::{qualified_name_errors, resource_value};
 use super::Strategy;
 
 /// Upstream's standardResources: names valid without a domain.
@@ -57,17 +56,6 @@ const QUOTA_RESOURCES: &[&str] = &[
     "services.nodeports",
     "services.loadbalancers",
 ];
-const INTEGER_RESOURCES: &[&str] = &[
-    "pods",
-    "services",
-    "replicationcontrollers",
-    "resourcequotas",
-    "secrets",
-    "configmaps",
-    "persistentvolumeclaims",
-    "services.nodeports",
-    "services.loadbalancers",
-];
 const SCOPES: &[&str] = &[
     "Terminating",
     "NotTerminating",
@@ -92,49 +80,6 @@ const EXISTS_ONLY: &str = "must be 'Exists' when scope is any of ResourceQuotaSc
 
 fn is_hugepages(name: &str) -> bool {
     name.starts_with("hugepages-") || name.starts_with("requests.hugepages-")
-}
-
-/// A quantity as upstream's field errors print a `resource.Quantity` value (Go's `%#v`: it has
-/// no value-receiver `String()`): its int64 amount (the digits and the power of ten or, for
-/// binary suffixes, the whole number), no big decimal, the canonical text and the format.
-pub(super) fn go_quantity(q: &Quantity) -> String {
-    let text = q.to_string();
-    let digits_end = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
-        .unwrap_or(text.len());
-    let (digits, suffix) = text.split_at(digits_end);
-    let number: i64 = digits.parse().unwrap_or(0);
-    let binary = |p: u32| (number.saturating_mul(1 << (10 * p)), 0, "BinarySI");
-    let (value, scale, format) = match suffix {
-        "n" => (number, -9, "DecimalSI"),
-        "u" => (number, -6, "DecimalSI"),
-        "m" => (number, -3, "DecimalSI"),
-        "k" => (number, 3, "DecimalSI"),
-        "M" => (number, 6, "DecimalSI"),
-        "G" => (number, 9, "DecimalSI"),
-        "T" => (number, 12, "DecimalSI"),
-        "P" => (number, 15, "DecimalSI"),
-        "E" => (number, 18, "DecimalSI"),
-        "Ki" => binary(1),
-        "Mi" => binary(2),
-        "Gi" => binary(3),
-        "Ti" => binary(4),
-        "Pi" => binary(5),
-        "Ei" => binary(6),
-        e if e.starts_with('e') => (number, e[1..].parse().unwrap_or(0), "DecimalExponent"),
-        _ => (number, 0, "DecimalSI"),
-    };
-    format!(
-        "resource.Quantity{{i:resource.int64Amount{{value:{value}, scale:{scale}}}, d:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:{text:?}, Format:{format:?}}}"
-    )
-}
-
-/// Upstream's IsExtendedResourceName: a domain outside `kubernetes.io`, not `requests.`-prefixed.
-pub(super) fn is_extended(name: &str) -> bool {
-    name.contains('/')
-        && !name.contains("kubernetes.io/")
-        && !name.starts_with("requests.")
-        && qualified_name_errors(&format!("requests.{name}")).is_empty()
 }
 
 /// Upstream's validateResourceName: a qualified name, standard when it has no domain.
@@ -170,37 +115,13 @@ fn quota_resource_name(field: &str, name: &str) -> Vec<FieldError> {
     errs
 }
 
-/// Upstream's ValidateResourceQuantityValue: a quantity, not negative, whole for counts.
-fn quantity_value(field: &str, name: &str, v: &Value) -> Vec<FieldError> {
-    let Some(q) = quantity(v) else {
-        return vec![super::rules::invalid_quantity(field, v)];
-    };
-    let mut errs = Vec::new();
-    if q.milli_value() < 0 {
-        errs.push(FieldError::invalid(
-            field,
-            q.to_string(),
-            "must be greater than or equal to 0",
-        ));
-    }
-    let integer = INTEGER_RESOURCES.contains(&name) || is_extended(name);
-    if integer && q.milli_value() % 1000 != 0 {
-        errs.push(FieldError::invalid_go(
-            field,
-            go_quantity(&q),
-            "must be an integer",
-        ));
-    }
-    errs
-}
-
 /// `hard` or `used` at `path`.
 fn resource_list(path: &str, list: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (k, v) in list.and_then(Value::as_object).into_iter().flatten() {
         let field = format!("{path}[{k}]");
         errs.extend(quota_resource_name(&field, k));
-        errs.extend(quantity_value(&field, k, v));
+        errs.extend(resource_value(&field, k, v));
     }
     errs
 }

@@ -15,8 +15,8 @@ use super::field::FieldError;
 
 pub use net::{cidr, ip, one_per_family, parse_ip};
 pub use resources::{
-    container_resource_name, invalid_quantity, non_negative_quantity, quantity, resource_list,
-    resource_requirements,
+    container_resource_name, go_quantity, invalid_quantity, is_extended, non_negative_quantity,
+    quantity, resource_list, resource_requirements, resource_value,
 };
 pub use text::{
     config_key_errors, env_var_name_errors, http_header_name_errors, label_value_errors,

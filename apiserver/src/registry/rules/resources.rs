@@ -86,8 +86,9 @@ fn is_hugepages(name: &str) -> bool {
     name.starts_with("hugepages-")
 }
 
-/// A domain-qualified resource a device plugin or an operator advertises (`example.com/gpu`).
-fn is_extended(name: &str) -> bool {
+/// A domain-qualified resource a device plugin or an operator advertises (`example.com/gpu`):
+/// upstream's IsExtendedResourceName.
+pub fn is_extended(name: &str) -> bool {
     !is_native(name)
         && !name.starts_with("requests.")
         && qualified_name_errors(&format!("requests.{name}")).is_empty()
@@ -132,8 +133,44 @@ pub fn container_resource_name(field: &str, name: &str) -> Vec<FieldError> {
     errs
 }
 
-/// A resource's quantity at `field`: a quantity, not negative, whole for countable resources.
-fn resource_value(field: &str, name: &str, v: &Value) -> Vec<FieldError> {
+/// A quantity as upstream's field errors print a `resource.Quantity` value (Go's `%#v`: it has
+/// no value-receiver `String()`): its int64 amount (the digits and the power of ten or, for
+/// binary suffixes, the whole number), no big decimal, the canonical text and the format.
+pub fn go_quantity(q: &Quantity) -> String {
+    let text = q.to_string();
+    let digits_end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(text.len());
+    let (digits, suffix) = text.split_at(digits_end);
+    let number: i64 = digits.parse().unwrap_or(0);
+    let binary = |p: u32| (number.saturating_mul(1 << (10 * p)), 0, "BinarySI");
+    let (value, scale, format) = match suffix {
+        "n" => (number, -9, "DecimalSI"),
+        "u" => (number, -6, "DecimalSI"),
+        "m" => (number, -3, "DecimalSI"),
+        "k" => (number, 3, "DecimalSI"),
+        "M" => (number, 6, "DecimalSI"),
+        "G" => (number, 9, "DecimalSI"),
+        "T" => (number, 12, "DecimalSI"),
+        "P" => (number, 15, "DecimalSI"),
+        "E" => (number, 18, "DecimalSI"),
+        "Ki" => binary(1),
+        "Mi" => binary(2),
+        "Gi" => binary(3),
+        "Ti" => binary(4),
+        "Pi" => binary(5),
+        "Ei" => binary(6),
+        e if e.starts_with('e') => (number, e[1..].parse().unwrap_or(0), "DecimalExponent"),
+        _ => (number, 0, "DecimalSI"),
+    };
+    format!(
+        "resource.Quantity{{i:resource.int64Amount{{value:{value}, scale:{scale}}}, d:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:{text:?}, Format:{format:?}}}"
+    )
+}
+
+/// A resource's quantity at `field`, as upstream's ValidateResourceQuantityValue: a quantity,
+/// not negative, whole for countable resources.
+pub fn resource_value(field: &str, name: &str, v: &Value) -> Vec<FieldError> {
     let Some(q) = quantity(v) else {
         return vec![invalid_quantity(field, v)];
     };
@@ -142,9 +179,9 @@ fn resource_value(field: &str, name: &str, v: &Value) -> Vec<FieldError> {
         errs.push(FieldError::invalid(field, q.to_string(), NON_NEGATIVE));
     }
     if (INTEGER.contains(&name) || is_extended(name)) && q.milli_value() % 1000 != 0 {
-        errs.push(FieldError::invalid(
+        errs.push(FieldError::invalid_go(
             field,
-            q.to_string(),
+            go_quantity(&q),
             "must be an integer",
         ));
     }
@@ -267,7 +304,7 @@ mod tests {
             ),
             (
                 json!({"limits": {"example.com/gpu": "500m"}}),
-                vec!["r.limits[example.com/gpu]: Invalid value: \"500m\": must be an integer"],
+                vec!["r.limits[example.com/gpu]: Invalid value: resource.Quantity{i:resource.int64Amount{value:500, scale:-3}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"500m\", Format:\"DecimalSI\"}: must be an integer"],
             ),
             (
                 json!({"limits": {"hugepages-2Mi": "2Mi"}}),
@@ -304,7 +341,7 @@ mod tests {
                 "status.capacity",
                 Some(&json!({"pods": "1.5"}))
             )),
-            ["status.capacity[pods]: Invalid value: \"1500m\": must be an integer"]
+            ["status.capacity[pods]: Invalid value: resource.Quantity{i:resource.int64Amount{value:1500, scale:-3}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"1500m\", Format:\"DecimalSI\"}: must be an integer"]
         );
     }
 }
