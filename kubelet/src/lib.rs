@@ -12,8 +12,10 @@ pub mod hash;
 pub mod heartbeat;
 pub mod ipam;
 pub mod lifecycle;
+pub mod logs;
 pub mod node;
 pub mod pods;
+pub mod runner;
 pub mod server;
 pub mod static_pods;
 
