@@ -2,62 +2,7 @@
 //! (`docker.io/library/nginx:1.14.2`), stable image digests and container IDs, and the
 //! waiting / running / terminated states of each stage.
 
-use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
-    ContainerStatus, Pod,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
-use crate::lifecycle::Facts;
-
-/// The statuses of a pod's containers: running (or, while terminating, terminated).
-pub(crate) fn running(
-    pod: &Pod,
-    facts: &Facts,
-    ready: bool,
-    running: bool,
-) -> Vec<ContainerStatus> {
-    let uid = pod.metadata.uid.clone().unwrap_or_default();
-    pod.spec
-        .iter()
-        .flat_map(|s| s.containers.iter())
-        .map(|c| {
-            let image = c.image.clone().unwrap_or_default();
-            let state = if running {
-                ContainerState {
-                    running: Some(ContainerStateRunning {
-                        started_at: Some(Time(facts.started_at)),
-                    }),
-                    ..Default::default()
-                }
-            } else {
-                ContainerState {
-                    terminated: Some(ContainerStateTerminated {
-                        exit_code: 0,
-                        reason: Some("Completed".into()),
-                        started_at: Some(Time(facts.started_at)),
-                        finished_at: Some(Time(crate::now())),
-                        container_id: Some(container_id(&uid, &c.name)),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }
-            };
-            ContainerStatus {
-                name: c.name.clone(),
-                image: normalize_image(&image),
-                image_id: image_id(&image),
-                container_id: Some(container_id(&uid, &c.name)),
-                ready,
-                started: Some(running),
-                restart_count: 0,
-                state: Some(state),
-                last_state: Some(ContainerState::default()),
-                ..Default::default()
-            }
-        })
-        .collect()
-}
+use k8s_openapi::api::core::v1::{ContainerState, ContainerStateWaiting, ContainerStatus, Pod};
 
 /// Containers waiting in `ContainerCreating`.
 pub(crate) fn creating(pod: &Pod) -> Vec<ContainerStatus> {
@@ -80,42 +25,6 @@ pub(crate) fn creating(pod: &Pod) -> Vec<ContainerStatus> {
             ..Default::default()
         })
         .collect()
-}
-
-/// Init containers: each ran to completion before the containers started.
-pub(crate) fn init(pod: &Pod, facts: &Facts) -> Option<Vec<ContainerStatus>> {
-    let inits = pod.spec.as_ref()?.init_containers.as_ref()?;
-    let uid = pod.metadata.uid.clone().unwrap_or_default();
-    Some(
-        inits
-            .iter()
-            .map(|c| {
-                let image = c.image.clone().unwrap_or_default();
-                ContainerStatus {
-                    name: c.name.clone(),
-                    image: normalize_image(&image),
-                    image_id: image_id(&image),
-                    container_id: Some(container_id(&uid, &c.name)),
-                    ready: true,
-                    started: Some(false),
-                    restart_count: 0,
-                    state: Some(ContainerState {
-                        terminated: Some(ContainerStateTerminated {
-                            exit_code: 0,
-                            reason: Some("Completed".into()),
-                            started_at: Some(Time(facts.started_at)),
-                            finished_at: Some(Time(facts.started_at)),
-                            container_id: Some(container_id(&uid, &c.name)),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
-                    last_state: Some(ContainerState::default()),
-                    ..Default::default()
-                }
-            })
-            .collect(),
-    )
 }
 
 /// `nginx:1.14.2` → `docker.io/library/nginx:1.14.2`, as containerd reports image names.
@@ -146,13 +55,6 @@ pub fn image_id(image: &str) -> String {
     };
     let repo = repo.split('@').next().unwrap_or("").to_string();
     format!("{repo}@sha256:{}", crate::hash::hex(&[full.as_bytes()], 4))
-}
-
-fn container_id(pod_uid: &str, name: &str) -> String {
-    format!(
-        "containerd://{}",
-        crate::hash::hex(&[pod_uid.as_bytes(), name.as_bytes()], 4)
-    )
 }
 
 #[cfg(test)]

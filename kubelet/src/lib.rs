@@ -61,6 +61,10 @@ pub struct Config {
     pub node_lease_duration_seconds: i32,
     /// Where `/healthz` and `/pods` are served (`None`: not served).
     pub serve_addr: Option<SocketAddr>,
+    /// The cluster DNS server pods are told of (`--cluster-dns`).
+    pub cluster_dns: String,
+    /// The cluster's DNS domain (`--cluster-domain`).
+    pub cluster_domain: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +102,8 @@ pub(crate) struct NodeLocal {
     pub pods: HashMap<String, PodRecord>,
     /// Static pods by `namespace/name`.
     pub statics: std::collections::BTreeMap<String, static_pods::Running>,
+    /// `hostPath` volumes by path: one tree each, shared by the node's pods.
+    pub host_paths: HashMap<String, tinykube_runtime::Volume>,
 }
 
 impl NodeLocal {
@@ -105,7 +111,11 @@ impl NodeLocal {
     pub fn usage(&self) -> (Requests, i64) {
         let mut used = Requests::default();
         let mut n = 0;
-        for r in self.pods.values().filter(|r| r.stage.holds_resources()) {
+        for r in self
+            .pods
+            .values()
+            .filter(|r| r.stage.holds_resources(&r.facts))
+        {
             used += r.requests;
             n += 1;
         }
@@ -115,6 +125,10 @@ impl NodeLocal {
     /// Forget a pod and give back its IP.
     pub fn forget(&mut self, uid: &str) -> Option<PodRecord> {
         let r = self.pods.remove(uid)?;
+        if let Some(h) = &r.facts.run {
+            // Gone from the API: its containers are killed at once.
+            h.stop(Duration::ZERO);
+        }
         if r.owns_ip {
             self.ips.release(&r.facts.pod_ip);
         }
@@ -136,6 +150,12 @@ pub(crate) struct NodeState {
 impl NodeState {
     pub fn local(&self) -> std::sync::MutexGuard<'_, NodeLocal> {
         self.local.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The tree of a `hostPath` volume of this node.
+    pub fn host_path(&self, path: &str) -> tinykube_runtime::Volume {
+        let path = tinykube_runtime::fs::absolute("/", path);
+        self.local().host_paths.entry(path).or_default().clone()
     }
 
     pub fn uid(&self) -> Option<String> {
@@ -172,6 +192,8 @@ pub(crate) struct Kubelet {
     pub finalizing: Mutex<HashSet<String>>,
     /// Pokes the static pod loop (the manifest URL answered).
     pub wake_static: tokio::sync::Notify,
+    /// The cluster network the pods see (Services, endpoints, listening containers).
+    pub network: Arc<runner::Cluster>,
 }
 
 impl Kubelet {
@@ -264,6 +286,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
                         .expect("a literal CIDR parses"),
                     pods: HashMap::new(),
                     statics: Default::default(),
+                    host_paths: HashMap::new(),
                 }),
             })
         })
@@ -274,6 +297,20 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
         .map(|(i, n)| (n.config.name.clone(), i))
         .collect();
     let host = config.nodes[0].name.clone();
+    let services = Informer::new(
+        Api::<k8s_openapi::api::core::v1::Service>::all(client.clone()),
+        ListParams::default(),
+    );
+    let slices = Informer::new(
+        Api::<k8s_openapi::api::discovery::v1::EndpointSlice>::all(client.clone()),
+        ListParams::default(),
+    );
+    let network = Arc::new(runner::Cluster::new(
+        services.store(),
+        slices.store(),
+        config.cluster_dns.clone(),
+        config.cluster_domain.clone(),
+    ));
     let kubelet = Arc::new(Kubelet {
         recorder: Recorder::new(client.clone(), "kubelet", Some(&host)),
         client,
@@ -287,6 +324,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
         config,
         finalizing: Mutex::new(HashSet::new()),
         wake_static: tokio::sync::Notify::new(),
+        network,
     });
     if let Some(addr) = kubelet.config.serve_addr {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -300,6 +338,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
     let notifications = informer.subscribe();
     let informer_task = tokio::spawn(informer.run());
     let node_informer_task = tokio::spawn(node_informer.run());
+    let service_task = tokio::spawn(services.run());
+    let slice_task = tokio::spawn(slices.run());
     let mut tasks = vec![
         tokio::spawn(heartbeat::run(kubelet.clone(), shutdown.clone())),
         tokio::spawn(pods::run(kubelet.clone(), notifications, shutdown.clone())),
@@ -308,6 +348,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
     shutdown.cancelled().await;
     informer_task.abort();
     node_informer_task.abort();
+    service_task.abort();
+    slice_task.abort();
     for t in tasks.drain(..) {
         let _ = tokio::time::timeout(Duration::from_secs(2), t).await;
     }

@@ -1,13 +1,10 @@
-//! The pod lifecycle as the fake kubelet plays it: a plain enum with `next()` (the allowed
+//! The pod lifecycle as the kubelet plays it: a plain enum with `next()` (the allowed
 //! transitions) and `status()` (what the API shows for each stage).
 //!
-//! What the simulation covers: admission (rejected pods go `Failed`), containers that start at
-//! once and keep running (restartCount 0, no exits, no liveness failures), readiness after the
-//! longest readiness probe's `initialDelaySeconds`, completed init containers, and graceful
-//! deletion. Containers that would exit (restartPolicy Never/OnFailure with a command that ends)
-//! are not simulated: they run until the pod is deleted.
-
-use std::time::Duration;
+//! A pod is admitted (or rejected: phase `Failed`), its containers created, then run by
+//! [`crate::runner`], whose container states give the status of a `Running` pod (its phase
+//! there follows the containers: Running, or Succeeded/Failed once they are done for good),
+//! and deleted gracefully.
 
 use k8s_openapi::api::core::v1::{HostIP, Pod, PodCondition, PodIP, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -24,10 +21,8 @@ pub enum Stage {
     Creating,
     /// Admission refused it (does not fit): phase `Failed` for good.
     Rejected { reason: String, message: String },
-    /// Containers running; readiness probes still within their initial delay.
-    Starting,
-    /// Containers running and ready.
-    Ready,
+    /// The runner has its containers (see [`Facts::run`]).
+    Running,
     /// Deletion requested: containers being stopped.
     Terminating,
     /// Stopped; the API object is deleted.
@@ -39,16 +34,12 @@ pub enum Stage {
 pub enum Input {
     /// Admission passed: its containers are created.
     Admit,
-    /// The containers started. Ready at once when `readiness_delay` is zero.
-    Started {
-        readiness_delay: Duration,
-    },
+    /// The runner took the pod's containers.
+    Started,
     Reject {
         reason: String,
         message: String,
     },
-    /// The longest readiness `initialDelaySeconds` has passed.
-    ReadinessDelayElapsed,
     /// The pod got a `deletionTimestamp` (or its static manifest went away).
     DeletionRequested,
     /// Its containers are stopped.
@@ -61,8 +52,8 @@ pub struct Facts {
     pub host_ip: String,
     pub pod_ip: String,
     pub started_at: Timestamp,
-    /// When the pod became ready (the Ready condition's transition time).
-    pub ready_at: Option<Timestamp>,
+    /// The pod's containers, once the runner has them.
+    pub(crate) run: Option<std::sync::Arc<crate::runner::PodHandle>>,
 }
 
 impl Facts {
@@ -72,7 +63,7 @@ impl Facts {
             host_ip: String::new(),
             pod_ip: String::new(),
             started_at: crate::now(),
-            ready_at: None,
+            run: None,
         }
     }
 }
@@ -83,16 +74,12 @@ impl Stage {
         use Stage::*;
         match (self, input) {
             (Pending, Input::Admit) => Some(Creating),
-            (Creating, Input::Started { readiness_delay }) if readiness_delay.is_zero() => {
-                Some(Ready)
-            }
-            (Creating, Input::Started { .. }) => Some(Starting),
+            (Creating, Input::Started) => Some(Running),
             (Pending, Input::Reject { reason, message }) => Some(Rejected {
                 reason: reason.clone(),
                 message: message.clone(),
             }),
-            (Starting, Input::ReadinessDelayElapsed) => Some(Ready),
-            (Pending | Creating | Rejected { .. } | Starting | Ready, Input::DeletionRequested) => {
+            (Pending | Creating | Rejected { .. } | Running, Input::DeletionRequested) => {
                 Some(Terminating)
             }
             (Terminating, Input::Stopped) => Some(Terminated),
@@ -100,12 +87,13 @@ impl Stage {
         }
     }
 
-    /// Whether the pod holds node resources (counts in admission).
-    pub fn holds_resources(&self) -> bool {
-        matches!(
-            self,
-            Stage::Creating | Stage::Starting | Stage::Ready | Stage::Terminating
-        )
+    /// Whether the pod holds node resources (counts in admission): not once it is done.
+    pub fn holds_resources(&self, facts: &Facts) -> bool {
+        let done = facts
+            .run
+            .as_ref()
+            .is_some_and(|h| matches!(h.run().phase(), "Succeeded" | "Failed"));
+        matches!(self, Stage::Creating | Stage::Running | Stage::Terminating) && !done
     }
 
     /// The pod's status in this stage; `None` while nothing is to be reported (`Terminated`).
@@ -156,12 +144,33 @@ impl Stage {
                 conditions: Some(scheduled),
                 ..base
             }),
-            Stage::Starting | Stage::Ready | Stage::Terminating => {
-                let ready = *self == Stage::Ready;
-                let running = *self != Stage::Terminating;
+            Stage::Running | Stage::Terminating => {
+                let Some(h) = &facts.run else {
+                    return Some(PodStatus {
+                        phase: Some("Pending".into()),
+                        conditions: Some(scheduled),
+                        ..base
+                    });
+                };
+                let run = h.run();
+                let phase = run.phase();
+                let mut conditions = run.conditions(pod, phase);
+                conditions.extend(scheduled.into_iter().map(|mut c| {
+                    c.observed_generation = pod.metadata.generation;
+                    c
+                }));
+                // Conditions others own (readiness gates, DisruptionTarget) stay as they are.
+                conditions.extend(
+                    old.conditions
+                        .iter()
+                        .flatten()
+                        .filter(|c| !KUBELET_CONDITIONS.contains(&c.type_.as_str()))
+                        .cloned(),
+                );
+                let (containers, inits) = run.statuses();
                 Some(PodStatus {
-                    phase: Some("Running".into()),
-                    conditions: Some(conditions(pod, facts, ready, running, scheduled)),
+                    phase: Some(phase.into()),
+                    conditions: Some(conditions),
                     host_ip: Some(facts.host_ip.clone()),
                     host_ips: Some(vec![HostIP {
                         ip: facts.host_ip.clone(),
@@ -170,14 +179,23 @@ impl Stage {
                     pod_ips: Some(vec![PodIP {
                         ip: facts.pod_ip.clone(),
                     }]),
-                    container_statuses: Some(containers::running(pod, facts, ready, running)),
-                    init_container_statuses: containers::init(pod, facts),
+                    container_statuses: Some(containers),
+                    init_container_statuses: inits,
                     ..base
                 })
             }
         }
     }
 }
+
+/// The conditions the kubelet writes.
+const KUBELET_CONDITIONS: &[&str] = &[
+    "PodReadyToStartContainers",
+    "Initialized",
+    "Ready",
+    "ContainersReady",
+    "PodScheduled",
+];
 
 fn condition(type_: &str, ok: bool, at: Timestamp, pod: &Pod) -> PodCondition {
     PodCondition {
@@ -208,7 +226,7 @@ fn conditions(
         condition("PodReadyToStartContainers", running, started, pod),
         condition("Initialized", true, started, pod),
     ];
-    let ready_at = facts.ready_at.unwrap_or(started);
+    let ready_at = started;
     for kind in ["Ready", "ContainersReady"] {
         let mut c = condition(kind, ready, ready_at, pod);
         if !ready {
@@ -225,19 +243,6 @@ fn conditions(
         c
     }));
     out
-}
-
-/// The longest readiness probe `initialDelaySeconds` of the pod's containers.
-pub fn readiness_delay(pod: &Pod) -> Duration {
-    let secs = pod
-        .spec
-        .iter()
-        .flat_map(|s| s.containers.iter())
-        .filter_map(|c| c.readiness_probe.as_ref())
-        .map(|p| p.initial_delay_seconds.unwrap_or(0).max(0) as u64)
-        .max()
-        .unwrap_or(0);
-    Duration::from_secs(secs)
 }
 
 /// Whether the API's copy of a pod's status says something else than this kubelet reports:
@@ -308,19 +313,13 @@ mod tests {
             host_ip: "192.168.10.10".into(),
             pod_ip: "10.244.1.2".into(),
             started_at: Timestamp::UNIX_EPOCH,
-            ready_at: None,
+            run: None,
         }
     }
 
     #[test]
     fn walks_every_allowed_transition() {
         use Stage::*;
-        let started0 = Input::Started {
-            readiness_delay: Duration::ZERO,
-        };
-        let started5 = Input::Started {
-            readiness_delay: Duration::from_secs(5),
-        };
         let reject = Input::Reject {
             reason: "OutOfcpu".into(),
             message: "m".into(),
@@ -331,10 +330,8 @@ mod tests {
         };
         let inputs = [
             Input::Admit,
-            started0.clone(),
-            started5.clone(),
+            Input::Started,
             reject.clone(),
-            Input::ReadinessDelayElapsed,
             Input::DeletionRequested,
             Input::Stopped,
         ];
@@ -342,21 +339,17 @@ mod tests {
             (Pending, &Input::Admit, Creating),
             (Pending, &reject, rejected.clone()),
             (Pending, &Input::DeletionRequested, Terminating),
-            (Creating, &started0, Ready),
-            (Creating, &started5, Starting),
+            (Creating, &Input::Started, Running),
             (Creating, &Input::DeletionRequested, Terminating),
             (rejected.clone(), &Input::DeletionRequested, Terminating),
-            (Starting, &Input::ReadinessDelayElapsed, Ready),
-            (Starting, &Input::DeletionRequested, Terminating),
-            (Ready, &Input::DeletionRequested, Terminating),
+            (Running, &Input::DeletionRequested, Terminating),
             (Terminating, &Input::Stopped, Terminated),
         ];
         for stage in [
             Pending,
             Creating,
             rejected.clone(),
-            Starting,
-            Ready,
+            Running,
             Terminating,
             Terminated,
         ] {
@@ -373,17 +366,17 @@ mod tests {
     #[test]
     fn drift_is_a_different_phase_ip_condition_or_container() {
         let p = pod(json!({"containers": [{"name": "nginx", "image": "nginx:1.14.2"}]}));
-        let ours = Stage::Ready.status(&p, &facts()).unwrap();
+        let mut ours = Stage::Creating.status(&p, &facts()).unwrap();
+        ours.pod_ip = Some("10.244.1.2".into());
         let with = |f: &dyn Fn(&mut PodStatus)| {
             let mut s = ours.clone();
             f(&mut s);
             s
         };
-        let not_ready = |s: &mut PodStatus| {
+        let flip_ready = |s: &mut PodStatus| {
             for c in s.conditions.iter_mut().flatten() {
                 if c.type_ == "Ready" {
-                    c.status = "False".into();
-                    c.reason = Some("NodeNotReady".into());
+                    c.status = "True".into();
                 }
             }
         };
@@ -401,14 +394,10 @@ mod tests {
                 false,
             ),
             ("no status", None, true),
-            (
-                "marked not ready by the node lifecycle controller",
-                Some(with(&not_ready)),
-                true,
-            ),
+            ("another condition status", Some(with(&flip_ready)), true),
             (
                 "another phase",
-                Some(with(&|s| s.phase = Some("Pending".into()))),
+                Some(with(&|s| s.phase = Some("Running".into()))),
                 true,
             ),
             (
@@ -417,9 +406,9 @@ mod tests {
                 true,
             ),
             (
-                "a container not ready",
+                "a container ready",
                 Some(with(&|s| {
-                    s.container_statuses.as_mut().unwrap()[0].ready = false;
+                    s.container_statuses.as_mut().unwrap()[0].ready = true;
                 })),
                 true,
             ),
@@ -438,62 +427,19 @@ mod tests {
     fn status_of_each_stage() {
         let p = pod(json!({"containers": [{"name": "nginx", "image": "nginx:1.14.2"}]}));
         let f = facts();
-        let cases: Vec<(Stage, Option<&str>, Option<bool>)> = vec![
-            (Stage::Pending, Some("Pending"), None),
-            (Stage::Creating, Some("Pending"), Some(false)),
-            (Stage::Starting, Some("Running"), Some(false)),
-            (Stage::Ready, Some("Running"), Some(true)),
-            (Stage::Terminating, Some("Running"), Some(false)),
-            (Stage::Terminated, None, None),
+        let cases: Vec<(Stage, Option<&str>)> = vec![
+            (Stage::Pending, Some("Pending")),
+            (Stage::Creating, Some("Pending")),
+            (Stage::Terminated, None),
         ];
-        for (stage, phase, ready) in cases {
+        for (stage, phase) in cases {
             let st = stage.status(&p, &f);
             assert_eq!(
                 st.as_ref().and_then(|s| s.phase.as_deref()),
                 phase,
                 "{stage:?}"
             );
-            let got_ready = st
-                .as_ref()
-                .and_then(|s| s.container_statuses.as_ref())
-                .map(|c| c[0].ready);
-            assert_eq!(got_ready, ready, "{stage:?}");
         }
-        let st = Stage::Ready.status(&p, &f).unwrap();
-        let types: Vec<&str> = st
-            .conditions
-            .as_ref()
-            .unwrap()
-            .iter()
-            .map(|c| c.type_.as_str())
-            .collect();
-        assert_eq!(
-            types,
-            [
-                "PodReadyToStartContainers",
-                "Initialized",
-                "Ready",
-                "ContainersReady",
-                "PodScheduled"
-            ]
-        );
-        assert_eq!(st.pod_ip.as_deref(), Some("10.244.1.2"));
-        assert_eq!(st.qos_class.as_deref(), Some("BestEffort"));
-        let c = &st.container_statuses.unwrap()[0];
-        assert_eq!(c.image, "docker.io/library/nginx:1.14.2");
-        assert!(c.image_id.starts_with("docker.io/library/nginx@sha256:"));
-        assert!(c
-            .container_id
-            .as_deref()
-            .unwrap()
-            .starts_with("containerd://"));
-        let starting = Stage::Starting.status(&p, &f).unwrap();
-        let ready = &starting.conditions.unwrap()[2];
-        assert_eq!(ready.reason.as_deref(), Some("ContainersNotReady"));
-        assert_eq!(
-            ready.message.as_deref(),
-            Some("containers with unready status: [nginx]")
-        );
         let creating = Stage::Creating.status(&p, &f).unwrap();
         let waiting = creating.container_statuses.unwrap()[0]
             .state
@@ -515,24 +461,5 @@ mod tests {
         .unwrap();
         assert_eq!(rejected.phase.as_deref(), Some("Failed"));
         assert_eq!(rejected.message.as_deref(), Some("Pod was rejected: Node didn't have enough resource: cpu, requested: 5000, used: 0, capacity: 4000"));
-    }
-
-    #[test]
-    fn readiness_delay_is_the_longest_initial_delay() {
-        let cases = [
-            (json!({"containers": [{"name": "a"}]}), 0),
-            (
-                json!({"containers": [{"name": "a", "readinessProbe": {"initialDelaySeconds": 3}},
-                                       {"name": "b", "readinessProbe": {"initialDelaySeconds": 7}}]}),
-                7,
-            ),
-            (
-                json!({"containers": [{"name": "a", "readinessProbe": {"httpGet": {"port": 80}}}]}),
-                0,
-            ),
-        ];
-        for (spec, secs) in cases {
-            assert_eq!(readiness_delay(&pod(spec)), Duration::from_secs(secs));
-        }
     }
 }

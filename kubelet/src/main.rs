@@ -84,6 +84,13 @@ struct Flags {
     /// Port of the read-only endpoint; 0 picks a free port and prints it.
     #[arg(long, default_value_t = 10255)]
     read_only_port: u16,
+    /// The cluster DNS server's IP written into pods' /etc/resolv.conf (the simulated DNS
+    /// answers there).
+    #[arg(long, default_value = "10.96.0.10")]
+    cluster_dns: String,
+    /// The cluster's DNS domain (pods' search domains, Service names).
+    #[arg(long, default_value = "cluster.local")]
+    cluster_domain: String,
     /// Log format on stderr.
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -177,6 +184,8 @@ async fn main() {
             .unwrap_or(Duration::from_secs(300)),
         node_lease_duration_seconds: flags.node_lease_duration_seconds,
         serve_addr: Some(SocketAddr::new(flags.address, flags.read_only_port)),
+        cluster_dns: flags.cluster_dns.clone(),
+        cluster_domain: flags.cluster_domain.clone(),
     };
     let shutdown = tinykube_cli::shutdown_on_signal();
     if let Err(e) = tinykube_kubelet::run(config, shutdown).await {

@@ -15,7 +15,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::CancellationToken;
 
 use crate::admission::{self, pod_requests};
-use crate::lifecycle::{drifted, readiness_delay, Facts, Input, Stage};
+use crate::lifecycle::{drifted, Facts, Input, Stage};
 use crate::{Kubelet, NodeState, PodRecord};
 
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
@@ -161,23 +161,13 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
     if matches!(phase, Some("Succeeded" | "Failed")) {
         return;
     }
-    let delay = readiness_delay(pod);
     if let Some(rec) = adopt(&n, pod) {
         if rec.owns_ip {
             local.ips.claim(&rec.facts.pod_ip);
         }
-        let wait = (rec.stage == Stage::Starting).then(|| {
-            let elapsed = crate::now().duration_since(rec.facts.started_at);
-            delay.saturating_sub(Duration::try_from(elapsed).unwrap_or_default())
-        });
         local.pods.insert(uid.clone(), rec);
         drop(local);
-        match wait {
-            Some(wait) => {
-                tokio::spawn(become_ready(k.clone(), n, pod.clone(), wait));
-            }
-            None => reassert(k, &n, pod),
-        }
+        tokio::spawn(start(k.clone(), n, pod.clone(), Input::Admit, true));
         return;
     }
     let requests = pod_requests(pod);
@@ -196,7 +186,7 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
             host_ip: node_ip.clone(),
             pod_ip: node_ip,
             started_at: now,
-            ready_at: delay.is_zero().then_some(now),
+            run: None,
         },
         owns_ip: false,
         is_static: false,
@@ -218,7 +208,7 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
     rec.stage = rec.stage.next(&input).unwrap_or(Stage::Pending);
     local.pods.insert(uid.clone(), rec);
     drop(local);
-    tokio::spawn(start(k.clone(), n, pod.clone(), input, delay));
+    tokio::spawn(start(k.clone(), n, pod.clone(), input, false));
 }
 
 /// Upstream's status manager: when the API's copy of a pod's status differs from what this
@@ -232,10 +222,7 @@ fn reassert(k: &Arc<Kubelet>, n: &Arc<NodeState>, pod: &Arc<Pod>) {
         let Some(rec) = local.pods.get_mut(&uid_of(pod)) else {
             return;
         };
-        let settled = matches!(
-            rec.stage,
-            Stage::Starting | Stage::Ready | Stage::Rejected { .. }
-        );
+        let settled = matches!(rec.stage, Stage::Running | Stage::Rejected { .. });
         if !settled || rec.writing > 0 {
             return;
         }
@@ -244,10 +231,6 @@ fn reassert(k: &Arc<Kubelet>, n: &Arc<NodeState>, pod: &Arc<Pod>) {
         };
         if !drifted(pod.status.as_ref(), &ours) {
             return;
-        }
-        if rec.stage == Stage::Ready {
-            // Ready again: the condition's transition is now.
-            rec.facts.ready_at = Some(crate::now());
         }
         // Counted here, so a notification arriving before the task starts writes nothing.
         rec.writing += 1;
@@ -258,14 +241,14 @@ fn reassert(k: &Arc<Kubelet>, n: &Arc<NodeState>, pod: &Arc<Pod>) {
     });
 }
 
-/// A pod found running after a restart of the kubelet: take it over as it is.
+/// A pod found running after a restart of the kubelet: taken over with its IP. Its containers'
+/// processes lived in the old kubelet process, so they start again (without events).
 fn adopt(n: &NodeState, pod: &Pod) -> Option<PodRecord> {
     let status = pod.status.as_ref()?;
     if status.phase.as_deref() != Some("Running") {
         return None;
     }
     let pod_ip = status.pod_ip.clone()?;
-    let ready = status.container_statuses.iter().flatten().all(|c| c.ready);
     let started_at = status
         .start_time
         .as_ref()
@@ -273,91 +256,54 @@ fn adopt(n: &NodeState, pod: &Pod) -> Option<PodRecord> {
         .unwrap_or(crate::now());
     let host_ip = n.config.node_ip.to_string();
     Some(PodRecord {
-        stage: if ready { Stage::Ready } else { Stage::Starting },
+        stage: Stage::Creating,
         requests: pod_requests(pod),
         owns_ip: pod_ip != host_ip,
         facts: Facts {
             host_ip,
             pod_ip,
             started_at,
-            ready_at: ready.then_some(started_at),
+            run: None,
         },
         is_static: false,
         writing: 0,
     })
 }
 
-/// Report the admission verdict; if admitted, create and start the containers and wait for
-/// readiness. A lone node first reports `ContainerCreating`, as `kubectl get pods -w` shows on a
-/// real cluster; simulated nodes go straight to Running (half the writes).
-async fn start(k: Arc<Kubelet>, n: Arc<NodeState>, pod: Arc<Pod>, input: Input, delay: Duration) {
+/// Report the admission verdict; if admitted, hand the pod to the runner and report its
+/// containers from then on. A lone node first reports `ContainerCreating`, as
+/// `kubectl get pods -w` shows on a real cluster; simulated nodes skip that write.
+async fn start(k: Arc<Kubelet>, n: Arc<NodeState>, pod: Arc<Pod>, input: Input, adopted: bool) {
     if let Input::Reject { reason, message } = input {
         write_status(&k, &n, &pod).await;
         k.pod_event(&pod, EventType::Warning, &reason, &message)
             .await;
         return;
     }
-    if k.nodes.len() == 1 {
+    if k.nodes.len() == 1 && !adopted {
         write_status(&k, &n, &pod).await;
-        container_events(&k, &pod).await;
     }
-    {
+    let handle = {
         let mut local = n.local();
         let Some(rec) = local.pods.get_mut(&uid_of(&pod)) else {
             return;
         };
-        let Some(next) = rec.stage.next(&Input::Started {
-            readiness_delay: delay,
-        }) else {
+        let Some(next) = rec.stage.next(&Input::Started) else {
             return;
         };
-        let now = crate::now();
         rec.stage = next;
-        rec.facts.started_at = now;
-        rec.facts.ready_at = delay.is_zero().then_some(now);
-    }
-    write_status(&k, &n, &pod).await;
-    if !delay.is_zero() {
-        become_ready(k, n, pod, delay).await;
-    }
-}
-
-/// The events a kubelet records while starting containers (image already present).
-async fn container_events(k: &Kubelet, pod: &Pod) {
-    for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
-        let image = c.image.as_deref().unwrap_or("");
-        let msgs = [
-            (
-                "Pulled",
-                format!("Container image \"{image}\" already present on machine"),
-            ),
-            ("Created", format!("Created container: {}", c.name)),
-            ("Started", format!("Started container {}", c.name)),
-        ];
-        for (reason, msg) in msgs {
-            k.pod_event(pod, EventType::Normal, reason, &msg).await;
+        let h = crate::runner::start(&k, &n, pod.clone(), &rec.facts.pod_ip, &rec.facts.host_ip);
+        if adopted {
+            h.seed(pod.status.as_ref());
         }
-    }
-}
-
-async fn become_ready(k: Arc<Kubelet>, n: Arc<NodeState>, pod: Arc<Pod>, wait: Duration) {
-    tokio::time::sleep(wait).await;
-    {
-        let mut local = n.local();
-        let Some(rec) = local.pods.get_mut(&uid_of(&pod)) else {
-            return;
-        };
-        let Some(next) = rec.stage.next(&Input::ReadinessDelayElapsed) else {
-            return;
-        };
-        rec.stage = next;
-        rec.facts.ready_at = Some(crate::now());
-    }
-    write_status(&k, &n, &pod).await;
+        rec.facts.run = Some(h.clone());
+        h
+    };
+    crate::runner::report(k, n, handle).await;
 }
 
 /// Write the status of the pod's current stage, retrying while the pod is still ours.
-async fn write_status(k: &Kubelet, n: &NodeState, pod: &Pod) {
+pub(crate) async fn write_status(k: &Kubelet, n: &NodeState, pod: &Pod) {
     match n.local().pods.get_mut(&uid_of(pod)) {
         Some(rec) => rec.writing += 1,
         None => return,
@@ -427,6 +373,22 @@ async fn finalize(k: Arc<Kubelet>, pod: Arc<Pod>) {
         pod.metadata.namespace.as_deref().unwrap_or("default"),
     );
     let name = pod.metadata.name.clone().unwrap_or_default();
+    let run = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .and_then(|n| k.node(n))
+        .and_then(|n| n.local().pods.get(&uid).and_then(|r| r.facts.run.clone()));
+    if let Some(h) = run {
+        // Stop the containers: preStop, SIGTERM, SIGKILL after the grace period.
+        let grace = pod
+            .metadata
+            .deletion_grace_period_seconds
+            .unwrap_or(30)
+            .max(0) as u64;
+        h.stop(Duration::from_secs(grace));
+        let _ = tokio::time::timeout(Duration::from_secs(grace + 5), h.done.cancelled()).await;
+    }
     let options = json!({"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
                          "preconditions": {"uid": uid}});
     let mut backoff = Duration::from_millis(200);

@@ -5,11 +5,25 @@
 //!
 //! What the streaming endpoints use: [`Kubelet::container_logs`] and [`Kubelet::exec`].
 
-use tinykube_runtime::{BoxFuture, Stream};
+mod env;
+mod host;
+pub(crate) mod network;
+mod pod;
+mod probes;
+pub(crate) mod state;
+mod volumes;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tinykube_runtime::{BoxFuture, Stream, Volume};
 use tokio::sync::mpsc;
 
 use crate::logs::LogHandle;
-use crate::Kubelet;
+use crate::{Kubelet, NodeState};
+pub(crate) use network::Cluster;
+use network::PodNetwork;
+pub(crate) use pod::PodHandle;
 
 /// Why a container's logs, or a command in it, cannot be had (the kubelet answers 4xx; the
 /// message is shown to the user as is).
@@ -36,19 +50,157 @@ pub struct ExecIo {
     pub tty: bool,
 }
 
+/// Host paths of a node, one tree per path (`hostPath` volumes).
+pub(crate) type HostPaths = Arc<dyn Fn(&str) -> Volume + Send + Sync>;
+
+/// The crash-loop back-off of one container: the first restart at once, then 10 s doubling to
+/// 5 min; reset once a run lasted 10 min.
+#[derive(Debug, Default)]
+pub(crate) struct Backoff {
+    current: Option<Duration>,
+}
+
+const BACKOFF_START: Duration = Duration::from_secs(10);
+const BACKOFF_MAX: Duration = Duration::from_secs(300);
+const BACKOFF_RESET: Duration = Duration::from_secs(600);
+
+impl Backoff {
+    /// How long to wait before the next start, after a run that lasted `ran_for`.
+    pub fn next(&mut self, ran_for: Duration) -> Duration {
+        if ran_for >= BACKOFF_RESET {
+            self.current = None;
+        }
+        match self.current {
+            None => {
+                self.current = Some(BACKOFF_START);
+                Duration::ZERO
+            }
+            Some(d) => {
+                self.current = Some((d * 2).min(BACKOFF_MAX));
+                d
+            }
+        }
+    }
+}
+
+/// Start running an admitted pod's containers on node `n`; the handle the pod's record keeps.
+pub(crate) fn start(
+    k: &Arc<Kubelet>,
+    n: &Arc<NodeState>,
+    pod: Arc<k8s_openapi::api::core::v1::Pod>,
+    pod_ip: &str,
+    host_ip: &str,
+) -> Arc<PodHandle> {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let hostname = spec
+        .hostname
+        .clone()
+        .or_else(|| pod.metadata.name.clone())
+        .unwrap_or_default();
+    let kubelet = Arc::downgrade(k);
+    let network = Arc::new(PodNetwork {
+        cluster: k.network.clone(),
+        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+        pod_ip: pod_ip.to_string(),
+        hostname,
+        known_ip: Arc::new(move |ip: &str| {
+            kubelet.upgrade().is_some_and(|k| {
+                k.nodes
+                    .iter()
+                    .any(|n| n.local().pods.values().any(|r| r.facts.pod_ip == ip))
+            })
+        }),
+    });
+    let h = Arc::new(PodHandle::new(
+        pod,
+        network,
+        host_ip.to_string(),
+        k.nodes.len() == 1,
+    ));
+    let node = n.clone();
+    let host_paths: HostPaths = Arc::new(move |path: &str| node.host_path(path));
+    tokio::spawn(pod::run(k.clone(), h.clone(), host_paths));
+    h
+}
+
+/// Write the pod's status whenever its containers change (coalesced), until it is done.
+pub(crate) async fn report(k: Arc<Kubelet>, n: Arc<NodeState>, h: Arc<PodHandle>) {
+    let key = format!("{}/{}", h.namespace(), h.name());
+    let mut written = None;
+    loop {
+        let notified = h.changed.notified();
+        let version = h.run().version;
+        if written != Some(version) {
+            // Let a burst of changes land in one write.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            written = Some(h.run().version);
+            let pod = k.pods.get(&key).unwrap_or_else(|| h.pod.clone());
+            if pod.metadata.uid != h.pod.metadata.uid || pod.metadata.deletion_timestamp.is_some() {
+                return;
+            }
+            crate::pods::write_status(&k, &n, &pod).await;
+            continue;
+        }
+        if h.done.is_cancelled() {
+            return;
+        }
+        tokio::select! {
+            _ = notified => {}
+            _ = h.done.cancelled() => {}
+        }
+    }
+}
+
 #[allow(dead_code)] // the streaming endpoints use them (landing next)
 impl Kubelet {
+    /// The running pod `namespace/name` of any of our nodes.
+    fn find_pod(&self, namespace: &str, pod: &str) -> Result<Arc<PodHandle>, StreamError> {
+        for n in &self.nodes {
+            let local = n.local();
+            for r in local.pods.values() {
+                if let Some(h) = &r.facts.run {
+                    if h.namespace() == namespace && h.name() == pod {
+                        return Ok(h.clone());
+                    }
+                }
+            }
+        }
+        Err(StreamError::PodNotFound {
+            namespace: namespace.into(),
+            pod: pod.into(),
+        })
+    }
+
     /// The logs of a container of a pod of ours (`previous` is read from the handle).
     pub(crate) fn container_logs(
         &self,
         namespace: &str,
         pod: &str,
-        _container: &str,
+        container: &str,
     ) -> Result<LogHandle, StreamError> {
-        Err(StreamError::PodNotFound {
-            namespace: namespace.into(),
-            pod: pod.into(),
-        })
+        let h = self.find_pod(namespace, pod)?;
+        let waiting = {
+            let run = h.run();
+            let c = run
+                .apps
+                .iter()
+                .chain(run.inits.iter())
+                .find(|c| c.name == container)
+                .ok_or_else(|| StreamError::ContainerNotFound {
+                    pod: pod.into(),
+                    container: container.into(),
+                })?;
+            match (&c.state, c.id.is_some()) {
+                (state::State::Waiting { reason, .. }, false) => Some(reason.clone()),
+                _ => None,
+            }
+        };
+        if let Some(reason) = waiting {
+            return Err(StreamError::NotRunning(format!(
+                "container \"{container}\" in pod \"{pod}\" is waiting to start: {reason}"
+            )));
+        }
+        Ok(h.logs_of(container))
     }
 
     /// Start `argv` in a running container; the future is the command, ending in its exit
@@ -57,13 +209,57 @@ impl Kubelet {
         &self,
         namespace: &str,
         pod: &str,
-        _container: &str,
-        _argv: Vec<String>,
-        _io: ExecIo,
+        container: &str,
+        argv: Vec<String>,
+        io: ExecIo,
     ) -> Result<BoxFuture<'static, i32>, StreamError> {
-        Err(StreamError::PodNotFound {
-            namespace: namespace.into(),
-            pod: pod.into(),
-        })
+        let h = self.find_pod(namespace, pod)?;
+        let known = {
+            let run = h.run();
+            run.apps
+                .iter()
+                .chain(run.inits.iter())
+                .any(|c| c.name == container)
+        };
+        if !known {
+            return Err(StreamError::ContainerNotFound {
+                pod: pod.into(),
+                container: container.into(),
+            });
+        }
+        let Some(live) = h.live(container) else {
+            return Err(StreamError::NotRunning(format!(
+                "container not found (\"{container}\")"
+            )));
+        };
+        let mut host = host::KubeletHost {
+            signals: Arc::new(host::Signals::default()),
+            output: host::Output::Session {
+                tx: io.output,
+                tty: io.tty,
+            },
+            stdin: io.stdin,
+            network: live.network.clone(),
+            place: live.place.clone(),
+            usage: Arc::new(host::Usage::default()),
+        };
+        Ok(Box::pin(async move {
+            tinykube_runtime::run_exec(&argv, &live.spec, live.fs.clone(), &mut host).await
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_restarts_at_once_then_doubles_to_five_minutes() {
+        let mut b = Backoff::default();
+        let short = Duration::from_secs(1);
+        let got: Vec<u64> = (0..8).map(|_| b.next(short).as_secs()).collect();
+        assert_eq!(got, [0, 10, 20, 40, 80, 160, 300, 300]);
+        assert_eq!(b.next(Duration::from_secs(601)), Duration::ZERO);
+        assert_eq!(b.next(short), Duration::from_secs(10));
     }
 }

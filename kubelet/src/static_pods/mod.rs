@@ -21,7 +21,7 @@ use tinykube_client::events::EventType;
 use tinykube_client::{Api, Patch};
 use tokio_util::sync::CancellationToken;
 
-use crate::lifecycle::{readiness_delay, Facts, Input, Stage};
+use crate::lifecycle::{Facts, Input, Stage};
 use crate::pods::{is_mirror, MIRROR_ANNOTATION};
 use crate::{Kubelet, NodeState, PodRecord, BY_NODE};
 use source::{Origin, StaticPod, SEEN_ANNOTATION};
@@ -39,10 +39,18 @@ pub struct Running {
     /// The defaulted pod, with `config.seen` (its UID is the hash).
     pub pod: Arc<Pod>,
     pub hash: String,
-    /// The mirror (UID) and stage whose status was last written.
-    pub mirror_written: Option<(String, Stage)>,
+    /// The mirror (UID) and the status (stage, containers' version) last written to it.
+    pub mirror_written: Option<(String, Mark)>,
     /// When its last mirror went away.
     pub mirror_gone_at: Option<Instant>,
+}
+
+/// Which status of a static pod was written: its stage and its containers' version.
+pub type Mark = (Stage, u64);
+
+fn mark(rec: &PodRecord) -> Mark {
+    let version = rec.facts.run.as_ref().map(|h| h.run().version).unwrap_or(0);
+    (rec.stage.clone(), version)
 }
 
 /// Per-node state of the file source.
@@ -136,7 +144,7 @@ pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
                     }
                 }
             }
-            apply(n, desired);
+            apply(&k, n, desired);
         }
         reported.retain(|(p, m, l)| {
             scans
@@ -196,7 +204,7 @@ fn poll_files(
 }
 
 /// Start, replace and stop a node's static pods to match `desired`.
-fn apply(n: &NodeState, desired: Vec<StaticPod>) {
+fn apply(k: &Arc<Kubelet>, n: &Arc<NodeState>, desired: Vec<StaticPod>) {
     let mut local = n.local();
     let wanted: BTreeMap<String, StaticPod> = desired
         .into_iter()
@@ -224,7 +232,6 @@ fn apply(n: &NodeState, desired: Vec<StaticPod>) {
             .annotations
             .get_or_insert_with(Default::default)
             .insert(SEEN_ANNOTATION.into(), now.to_string());
-        let delay = readiness_delay(&pod);
         let host_network = pod
             .spec
             .as_ref()
@@ -238,12 +245,11 @@ fn apply(n: &NodeState, desired: Vec<StaticPod>) {
         };
         let stage = Stage::Pending
             .next(&Input::Admit)
-            .and_then(|s| {
-                s.next(&Input::Started {
-                    readiness_delay: delay,
-                })
-            })
-            .unwrap_or(Stage::Ready);
+            .and_then(|s| s.next(&Input::Started))
+            .unwrap_or(Stage::Running);
+        let pod = Arc::new(pod);
+        let ip = pod_ip.clone().unwrap_or_else(|| node_ip.clone());
+        let handle = crate::runner::start(k, n, pod.clone(), &ip, &node_ip);
         local.pods.insert(
             s.hash.clone(),
             PodRecord {
@@ -252,9 +258,9 @@ fn apply(n: &NodeState, desired: Vec<StaticPod>) {
                 owns_ip: pod_ip.is_some(),
                 facts: Facts {
                     host_ip: node_ip.clone(),
-                    pod_ip: pod_ip.unwrap_or(node_ip),
+                    pod_ip: ip,
                     started_at: now,
-                    ready_at: delay.is_zero().then_some(now),
+                    run: Some(handle),
                 },
                 is_static: true,
                 writing: 0,
@@ -264,34 +270,12 @@ fn apply(n: &NodeState, desired: Vec<StaticPod>) {
         local.statics.insert(
             key,
             Running {
-                pod: Arc::new(pod),
+                pod,
                 hash: s.hash,
                 mirror_written: None,
                 mirror_gone_at: None,
             },
         );
-    }
-    // Readiness after the probes' initial delay.
-    let keys: Vec<(String, String)> = local
-        .statics
-        .iter()
-        .map(|(k, r)| (k.clone(), r.hash.clone()))
-        .collect();
-    for (_, uid) in keys {
-        let delay = local
-            .statics
-            .values()
-            .find(|r| r.hash == uid)
-            .map(|r| readiness_delay(&r.pod))
-            .unwrap_or_default();
-        if let Some(rec) = local.pods.get_mut(&uid) {
-            let elapsed = now.duration_since(rec.facts.started_at);
-            let elapsed = Duration::try_from(elapsed).unwrap_or_default();
-            if rec.stage == Stage::Starting && elapsed >= delay {
-                rec.stage = Stage::Ready;
-                rec.facts.ready_at = Some(now);
-            }
-        }
     }
 }
 
@@ -307,7 +291,7 @@ enum Action {
         key: String,
         mirror: Arc<Pod>,
         status: serde_json::Value,
-        stage: Stage,
+        stage: Mark,
     },
 }
 
@@ -359,7 +343,7 @@ fn plan(k: &Kubelet, n: &NodeState) -> Vec<Action> {
                     continue;
                 }
                 let uid = p.metadata.uid.clone().unwrap_or_default();
-                let written = s.mirror_written.as_ref() == Some(&(uid, rec.stage.clone()));
+                let written = s.mirror_written.as_ref() == Some(&(uid, mark(rec)));
                 if let Some(status) = rec.stage.status(&s.pod, &rec.facts) {
                     // Written again when the API's copy drifted (a lost node's pods are
                     // marked not ready), as for any pod of ours.
@@ -368,7 +352,7 @@ fn plan(k: &Kubelet, n: &NodeState) -> Vec<Action> {
                             key: key.clone(),
                             mirror: p.clone(),
                             status: serde_json::to_value(status).unwrap_or_default(),
-                            stage: rec.stage.clone(),
+                            stage: mark(rec),
                         });
                     }
                 }
@@ -436,7 +420,7 @@ async fn execute(k: &Kubelet, n: &NodeState, action: Action) {
                         let local = n.local();
                         local.statics.get(&key).and_then(|s| {
                             let rec = local.pods.get(&s.hash)?;
-                            Some((rec.stage.status(&s.pod, &rec.facts)?, rec.stage.clone()))
+                            Some((rec.stage.status(&s.pod, &rec.facts)?, mark(rec)))
                         })
                     };
                     if let Some((status, stage)) = status {
@@ -492,7 +476,7 @@ async fn execute(k: &Kubelet, n: &NodeState, action: Action) {
     }
 }
 
-fn mark_written(n: &NodeState, key: &str, mirror_uid: String, stage: Stage) {
+fn mark_written(n: &NodeState, key: &str, mirror_uid: String, stage: Mark) {
     if let Some(s) = n.local().statics.get_mut(key) {
         s.mirror_written = Some((mirror_uid, stage));
     }

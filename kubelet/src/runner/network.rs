@@ -1,0 +1,247 @@
+//! The cluster network as a pod sees it, from what the API holds: the cluster DNS answers
+//! Service names (ClusterIP, or a headless Service's ready endpoints, and their pods'
+//! `hostname.subdomain` names) through the pod's search domains; a connection to a ClusterIP
+//! goes to one of the Service's ready endpoints in turn, as kube-proxy balances; a connection
+//! to a pod IP reaches whatever listens there. Only the pods of this kubelet process answer:
+//! a pod IP of another kubelet process times out.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use tinykube_client::reflector::Store;
+use tinykube_runtime::net::Resolved;
+use tinykube_runtime::{HttpRequest, HttpResponse, NetError, Network, Server};
+
+use super::host::Listeners;
+
+/// What every pod's network shares.
+pub(crate) struct Cluster {
+    pub services: Store<Service>,
+    pub slices: Store<EndpointSlice>,
+    pub listeners: Arc<Listeners>,
+    pub dns_ip: String,
+    pub domain: String,
+    /// Round-robin position of Service connections.
+    turn: AtomicUsize,
+}
+
+impl Cluster {
+    pub fn new(
+        services: Store<Service>,
+        slices: Store<EndpointSlice>,
+        dns_ip: String,
+        domain: String,
+    ) -> Cluster {
+        Cluster {
+            services,
+            slices,
+            listeners: Arc::new(Listeners::default()),
+            dns_ip,
+            domain,
+            turn: AtomicUsize::new(0),
+        }
+    }
+
+    /// The resolver search list of a pod in `namespace` (what its resolv.conf says).
+    pub fn search(&self, namespace: &str) -> Vec<String> {
+        let d = &self.domain;
+        vec![
+            format!("{namespace}.svc.{d}"),
+            format!("svc.{d}"),
+            d.to_string(),
+        ]
+    }
+
+    fn service(&self, namespace: &str, name: &str) -> Option<Arc<Service>> {
+        self.services.get(&format!("{namespace}/{name}"))
+    }
+
+    /// Ready endpoint addresses of a Service, with the port named `port_name`:
+    /// (ip, port, hostname).
+    fn endpoints(
+        &self,
+        svc: &Service,
+        port_name: Option<&str>,
+    ) -> Vec<(String, u16, Option<String>)> {
+        let ns = svc.metadata.namespace.clone().unwrap_or_default();
+        let name = svc.metadata.name.clone().unwrap_or_default();
+        let mut out = Vec::new();
+        for slice in self.slices.list() {
+            if slice.metadata.namespace.as_deref() != Some(ns.as_str())
+                || slice
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("kubernetes.io/service-name"))
+                    != Some(&name)
+            {
+                continue;
+            }
+            let port = slice
+                .ports
+                .iter()
+                .flatten()
+                .find(|p| p.name.as_deref().unwrap_or("") == port_name.unwrap_or(""))
+                .and_then(|p| p.port)
+                .unwrap_or(0) as u16;
+            for e in slice.endpoints.iter().flatten() {
+                let ready = e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true);
+                if !ready {
+                    continue;
+                }
+                for ip in &e.addresses {
+                    out.push((ip.clone(), port, e.hostname.clone()));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// The answer to one fully qualified name.
+    fn lookup(&self, fqdn: &str) -> Option<Vec<String>> {
+        let rest = fqdn.strip_suffix(&format!(".{}", self.domain))?;
+        let parts: Vec<&str> = rest.split('.').collect();
+        match parts.as_slice() {
+            [name, ns, "svc"] => {
+                let svc = self.service(ns, name)?;
+                let spec = svc.spec.as_ref()?;
+                match spec.cluster_ip.as_deref() {
+                    Some("None") | None => {
+                        let ips: Vec<String> = self
+                            .endpoints(&svc, None)
+                            .into_iter()
+                            .map(|e| e.0)
+                            .collect();
+                        (!ips.is_empty()).then_some(ips)
+                    }
+                    Some(ip) => Some(vec![ip.to_string()]),
+                }
+            }
+            [host, sub, ns, "svc"] => {
+                let svc = self.service(ns, sub)?;
+                let ips: Vec<String> = self
+                    .endpoints(&svc, None)
+                    .into_iter()
+                    .filter(|e| e.2.as_deref() == Some(host))
+                    .map(|e| e.0)
+                    .collect();
+                (!ips.is_empty()).then_some(ips)
+            }
+            [dashed, _ns, "pod"] => Some(vec![dashed.replace('-', ".")]),
+            _ => None,
+        }
+    }
+
+    /// Where a connection to `ip:port` lands: a ClusterIP goes to a ready endpoint.
+    fn route(&self, ip: &str, port: u16) -> Result<(String, u16), NetError> {
+        let svc = self
+            .services
+            .list()
+            .into_iter()
+            .find(|s| s.spec.as_ref().and_then(|s| s.cluster_ip.as_deref()) == Some(ip));
+        let Some(svc) = svc else {
+            return Ok((ip.to_string(), port));
+        };
+        let Some(sp) = svc
+            .spec
+            .as_ref()
+            .and_then(|s| s.ports.as_ref())
+            .and_then(|ps| ps.iter().find(|p| p.port == i32::from(port)))
+        else {
+            return Err(NetError::TimedOut);
+        };
+        let eps = self.endpoints(&svc, sp.name.as_deref());
+        if eps.is_empty() {
+            return Err(NetError::Refused);
+        }
+        let i = self.turn.fetch_add(1, Ordering::Relaxed) % eps.len();
+        Ok((eps[i].0.clone(), eps[i].1))
+    }
+}
+
+/// The network seen from one pod.
+pub(crate) struct PodNetwork {
+    pub cluster: Arc<Cluster>,
+    pub namespace: String,
+    pub pod_ip: String,
+    pub hostname: String,
+    /// IPs of this kubelet's pods (a connection to one with nothing listening is refused).
+    pub known_ip: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+impl PodNetwork {
+    fn server(&self, ip: &str, port: u16) -> Result<Arc<dyn Server>, NetError> {
+        let ip = if ip == "127.0.0.1" || ip == "localhost" {
+            self.pod_ip.as_str()
+        } else {
+            ip
+        };
+        let (ip, port) = self.cluster.route(ip, port)?;
+        match self.cluster.listeners.get(&ip, port) {
+            Some(s) => Ok(s),
+            None if ip == self.pod_ip || (self.known_ip)(&ip) => Err(NetError::Refused),
+            None => Err(NetError::TimedOut),
+        }
+    }
+}
+
+impl Network for PodNetwork {
+    fn dns_server(&self) -> String {
+        self.cluster.dns_ip.clone()
+    }
+
+    fn resolve(&self, name: &str) -> Option<Resolved> {
+        let name = name.trim_end_matches('.');
+        if name == "localhost" {
+            return Some(Resolved {
+                name: name.into(),
+                ips: vec!["127.0.0.1".into()],
+            });
+        }
+        if name == self.hostname {
+            return Some(Resolved {
+                name: name.into(),
+                ips: vec![self.pod_ip.clone()],
+            });
+        }
+        if name.parse::<std::net::Ipv4Addr>().is_ok() {
+            return Some(Resolved {
+                name: name.into(),
+                ips: vec![name.into()],
+            });
+        }
+        let mut candidates: Vec<String> = self
+            .cluster
+            .search(&self.namespace)
+            .into_iter()
+            .map(|d| format!("{name}.{d}"))
+            .collect();
+        candidates.push(name.to_string());
+        candidates.into_iter().find_map(|fqdn| {
+            self.cluster
+                .lookup(&fqdn)
+                .map(|ips| Resolved { name: fqdn, ips })
+        })
+    }
+
+    fn connect(&self, ip: &str, port: u16) -> Result<(), NetError> {
+        self.server(ip, port).map(|_| ())
+    }
+
+    fn http(&self, ip: &str, port: u16, req: &HttpRequest) -> Result<HttpResponse, NetError> {
+        let server = self.server(ip, port)?;
+        let mut req = req.clone();
+        if req.remote_ip.is_empty() {
+            req.remote_ip = self.pod_ip.clone();
+        }
+        Ok(server.http(&req, std::time::SystemTime::now()))
+    }
+
+    fn grpc_health(&self, ip: &str, port: u16, service: &str) -> Result<bool, NetError> {
+        let server = self.server(ip, port)?;
+        server.grpc_health(service).ok_or(NetError::Refused)
+    }
+}
