@@ -59,8 +59,39 @@ async fn make(
         )));
     }
     if let Some(p) = &v.projected {
+        // The ServiceAccount admission's own volume: the API server admits pods whose
+        // `default` account does not exist yet (see README), so its parts are best effort.
+        let lenient = v.name.starts_with("kube-api-access-");
         let mut files = Vec::new();
         for src in p.sources.iter().flatten() {
+            let part = projected_part(client, ns, pod, src).await;
+            match part {
+                Ok(f) => files.extend(f),
+                Err(e) if lenient => {
+                    tracing::debug!(volume = %v.name, error = %e, "part of the token volume left out")
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        return Ok(Volume::from_files(files));
+    }
+    if let Some(h) = &v.host_path {
+        return Ok(host_paths(&h.path));
+    }
+    // emptyDir, and kinds not simulated (their data is empty).
+    Ok(Volume::empty())
+}
+
+/// The files of one source of a projected volume.
+async fn projected_part(
+    client: &Client,
+    ns: &str,
+    pod: &Pod,
+    src: &k8s_openapi::api::core::v1::VolumeProjection,
+) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let mut files = Vec::new();
+    {
+        {
             if let Some(cm) = &src.config_map {
                 files.extend(
                     config_map_files(client, ns, &cm.name, cm.items.as_deref(), cm.optional)
@@ -87,13 +118,8 @@ async fn make(
                 files.push((t.path.clone(), token.into_bytes()));
             }
         }
-        return Ok(Volume::from_files(files));
     }
-    if let Some(h) = &v.host_path {
-        return Ok(host_paths(&h.path));
-    }
-    // emptyDir, and kinds not simulated (their data is empty).
-    Ok(Volume::empty())
+    Ok(files)
 }
 
 fn not_found(kind: &str, name: &str) -> String {
