@@ -1,26 +1,26 @@
 //! `registry.k8s.io/e2e-test-images/agnhost`, the e2e tests' Swiss army knife, and the old
 //! `liveness` image: the subcommands the tutorials and e2e tests lean on, after upstream's
 //! `test/images/agnhost` (liveness, netexec, serve-hostname, pause, grpc-health-checking,
-//! test-webserver, porter). Other known subcommands run as servers of the declared ports;
-//! an unknown one fails as cobra does.
+//! test-webserver, porter; netexec is in [`super::netexec`]). Other known subcommands run as
+//! servers of the declared ports; an unknown one fails as cobra does.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::generic::{self, EXIT_TERMINATED};
 use super::rootfs::{self, Base};
 use super::util::{
-    bool_flag, flag, go_duration, go_time, int_flag, log_time, param, percent_decode, split_query,
+    bool_flag, flag, go_duration, int_flag, log_time, param, percent_decode, split_query,
 };
 use super::Reference;
 use crate::fs::{Fs, FsError, Node};
-use crate::net::{HttpRequest, HttpResponse, Network, Server};
+use crate::net::{HttpRequest, HttpResponse, Server};
 use crate::{BoxFuture, Container, Host, LogSink, Signal, Stream};
 
 /// The version `agnhost --version` prints.
 const VERSION: &str = "2.53";
-const TEXT: &str = "text/plain; charset=utf-8";
+pub(super) const TEXT: &str = "text/plain; charset=utf-8";
 
 type Sub = super::Builtin;
 
@@ -41,7 +41,7 @@ const SUBCOMMANDS: &[(&str, Option<Sub>)] = &[
     ("logs-generator", None),
     ("mounttest", None),
     ("net", None),
-    ("netexec", Some(netexec)),
+    ("netexec", Some(super::netexec::netexec)),
     ("nettest", None),
     ("no-snat-test", None),
     ("no-snat-test-proxy", None),
@@ -120,21 +120,21 @@ fn help() -> String {
 }
 
 /// A line of Go's `log` package (stderr, local time).
-fn go_log(host: &mut dyn Host, msg: &str) {
+pub(super) fn go_log(host: &mut dyn Host, msg: &str) {
     let line = format!("{} {msg}\n", log_time(host.now()));
     host.write(Stream::Stderr, &line);
 }
 
-fn go_log_sink(log: &LogSink, now: SystemTime, msg: &str) {
+pub(super) fn go_log_sink(log: &LogSink, now: SystemTime, msg: &str) {
     log(Stream::Stderr, &format!("{} {msg}\n", log_time(now)));
 }
 
 /// Go's `DefaultServeMux` answer to a path no handler has.
-fn not_found() -> HttpResponse {
+pub(super) fn not_found() -> HttpResponse {
     HttpResponse::new(404, TEXT, "404 page not found\n")
 }
 
-fn since(now: SystemTime, started: SystemTime) -> Duration {
+pub(super) fn since(now: SystemTime, started: SystemTime) -> Duration {
     now.duration_since(started).unwrap_or_default()
 }
 
@@ -174,7 +174,7 @@ impl Server for Liveness {
     }
 }
 
-fn redirect(location: &str, code: u16) -> HttpResponse {
+pub(super) fn redirect(location: &str, code: u16) -> HttpResponse {
     let body = format!(
         "<a href=\"{location}\">{}</a>.\n\n",
         super::util::reason(code)
@@ -184,174 +184,12 @@ fn redirect(location: &str, code: u16) -> HttpResponse {
     r
 }
 
-/// `netexec`: HTTP on `--http-port` (8080) with the endpoints e2e tests call.
-pub fn netexec<'a>(
-    argv: &'a [String],
-    c: &'a Container,
-    _fs: Fs,
-    host: &'a mut dyn Host,
-) -> BoxFuture<'a, i32> {
-    Box::pin(async move {
-        let Some(port) = int_flag(argv, "http-port", 8080) else {
-            return bad_flag(host, "http-port");
-        };
-        let server = Netexec {
-            started: host.now(),
-            hostname: c.hostname.clone(),
-            log: host.log_sink(),
-            network: host.network(),
-            client_port: AtomicU32::new(40000),
-        };
-        host.listen(port as u16, Arc::new(server));
-        go_log(host, &format!("Started HTTP server on port {port}"));
-        generic::until_term(host).await;
-        EXIT_TERMINATED
-    })
-}
-
-fn bad_flag(host: &mut dyn Host, name: &str) -> i32 {
+pub(super) fn bad_flag(host: &mut dyn Host, name: &str) -> i32 {
     host.write(
         Stream::Stderr,
         &format!("Error: invalid argument for \"--{name}\" flag: parse error\n"),
     );
     1
-}
-
-struct Netexec {
-    started: SystemTime,
-    hostname: String,
-    log: LogSink,
-    network: Arc<dyn Network>,
-    /// The client's source port the next request shows (`/clientip` prints ip:port).
-    client_port: AtomicU32,
-}
-
-/// A JSON string.
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn json_list(items: &[String]) -> String {
-    let items: Vec<String> = items.iter().map(|s| json_str(s)).collect();
-    format!("[{}]", items.join(","))
-}
-
-impl Netexec {
-    fn dial(&self, params: &[(String, String)]) -> HttpResponse {
-        let get = |k: &str| param(params, k).unwrap_or("");
-        let request = get("request");
-        if request.is_empty() {
-            return HttpResponse::new(400, TEXT, "request parameter not specified. <nil>\n");
-        }
-        let tries: u32 = match get("tries") {
-            "" => 1,
-            t => match t.parse() {
-                Ok(n) => n,
-                Err(_) => return HttpResponse::new(400, TEXT, "tries parameter is invalid.\n"),
-            },
-        };
-        let Ok(port) = get("port").parse::<u16>() else {
-            return HttpResponse::new(400, TEXT, "host and/or port param are invalid.\n");
-        };
-        if !matches!(get("protocol"), "" | "http") {
-            let msg = format!("unsupported protocol. {}\n", get("protocol"));
-            return HttpResponse::new(400, TEXT, msg);
-        }
-        let (mut responses, mut errors) = (Vec::new(), Vec::new());
-        for _ in 0..tries {
-            let req = HttpRequest {
-                method: "GET".into(),
-                path: format!("/{}", request.trim_start_matches('/')),
-                host: format!("{}:{port}", get("host")),
-                user_agent: "Go-http-client/1.1".into(),
-                ..HttpRequest::default()
-            };
-            match self.network.http(get("host"), port, &req) {
-                Ok(r) => responses.push(String::from_utf8_lossy(&r.body).into_owned()),
-                Err(e) => errors.push(format!("dial tcp {}:{port}: connect: {e}", get("host"))),
-            }
-        }
-        let mut fields = Vec::new();
-        if !errors.is_empty() {
-            fields.push(format!("\"errors\":{}", json_list(&errors)));
-        }
-        if !responses.is_empty() {
-            fields.push(format!("\"responses\":{}", json_list(&responses)));
-        }
-        HttpResponse::new(200, TEXT, format!("{{{}}}", fields.join(",")))
-    }
-}
-
-impl Server for Netexec {
-    fn http(&self, req: &HttpRequest, now: SystemTime) -> HttpResponse {
-        let (path, params) = split_query(&req.path);
-        let get = |k: &str| param(&params, k).unwrap_or("").to_string();
-        let log = |msg: &str| go_log_sink(&self.log, now, msg);
-        match path {
-            "/clientip" => {
-                log("GET /clientip");
-                let port = self.client_port.fetch_add(1, Ordering::Relaxed);
-                HttpResponse::new(200, TEXT, format!("{}:{port}", req.remote_ip))
-            }
-            "/echo" => {
-                let (msg, code) = (get("msg"), get("code"));
-                log(&format!("GET /echo?msg={msg}&code={code}"));
-                match code.as_str() {
-                    "" => HttpResponse::new(200, TEXT, msg),
-                    c => match c.parse::<u16>() {
-                        Ok(status) => HttpResponse::new(status, TEXT, msg),
-                        Err(_) => HttpResponse::new(
-                            200,
-                            TEXT,
-                            format!("argument 'code' must be an integer or empty, got {c:?}\n"),
-                        ),
-                    },
-                }
-            }
-            "/healthz" => {
-                log("GET /healthz");
-                HttpResponse::new(200, TEXT, "")
-            }
-            "/hostname" | "/hostName" => {
-                log(&format!("GET {path}"));
-                HttpResponse::new(200, TEXT, self.hostname.clone())
-            }
-            "/redirect" => {
-                let code = get("code").parse().unwrap_or(302);
-                redirect(&get("location"), code)
-            }
-            "/dial" => {
-                log(&format!(
-                    "GET /dial?host={}&protocol={}&port={}&request={}&tries={}",
-                    get("host"),
-                    get("protocol"),
-                    get("port"),
-                    get("request"),
-                    get("tries")
-                ));
-                self.dial(&params)
-            }
-            "/shell" | "/exit" | "/shutdown" | "/upload" => {
-                HttpResponse::new(501, TEXT, format!("{path} is not simulated by tinykube\n"))
-            }
-            _ => {
-                log("GET /");
-                let up = since(now, self.started).as_secs_f64();
-                HttpResponse::new(200, TEXT, format!("NOW: {} m=+{up:.9}", go_time(now)))
-            }
-        }
-    }
 }
 
 /// `serve-hostname`: the hostname over HTTP on `--port` (9376).
@@ -593,8 +431,8 @@ impl Server for Porter {
         if self.json {
             let body = format!(
                 "{{\"Method\":{},\"Body\":{}}}",
-                json_str(&req.method),
-                json_str(&self.value)
+                super::util::json_str(&req.method),
+                super::util::json_str(&self.value)
             );
             return HttpResponse::new(200, "application/json", body);
         }

@@ -15,14 +15,14 @@
 //! |---|---|---|
 //! | `busybox`, `alpine` | – / `sh` | – (the shell exits 0 at once without stdin) |
 //! | `ubuntu`, `debian`, `centos`, `fedora` | – / `bash` | – |
-//! | `nginx` | `/docker-entrypoint.sh` / `nginx -g 'daemon off;'` | the entrypoint's messages; nginx on 80 serving `/usr/share/nginx/html`, access log on stdout ([`nginx`]) |
+//! | `nginx` | `/docker-entrypoint.sh` / `nginx -g 'daemon off;'` | the entrypoint's messages; nginx on 80 serving `/usr/share/nginx/html`, access log on stdout (`nginx.rs`) |
 //! | `nginx-slim` (StatefulSet tutorial) | – / `nginx -g 'daemon off;'` | nginx |
-//! | `httpd` | – / `httpd-foreground` | Apache on 80 serving `/usr/local/apache2/htdocs` ([`httpd`]) |
-//! | `e2e-test-images/agnhost` | `/agnhost` / `pause` | `liveness`, `netexec`, `serve-hostname`, `pause`, `grpc-health-checking`, `test-webserver`, `porter` ([`agnhost`]) |
+//! | `httpd` | – / `httpd-foreground` | Apache on 80 serving `/usr/local/apache2/htdocs` (`httpd.rs`) |
+//! | `e2e-test-images/agnhost` | `/agnhost` / `pause` | `liveness`, `netexec`, `serve-hostname`, `pause`, `grpc-health-checking`, `test-webserver`, `porter` (`agnhost.rs`, `netexec.rs`) |
 //! | `liveness` (old image) | `/server` / – | agnhost's `liveness`: `/healthz` 200 for 10 s, then 500 |
 //! | `goproxy` | `/goproxy` / – | a proxy on 8080 (tcpSocket probes) |
 //! | `pause` | `/pause` / – | waits for SIGTERM, exits 0 |
-//! | `polinux/stress` | – / `stress` | `stress --vm/--vm-bytes/--cpu/--timeout` sets memory and CPU ([`stress`]) |
+//! | `polinux/stress` | – / `stress` | `stress --vm/--vm-bytes/--cpu/--timeout` sets memory and CPU (`stress.rs`) |
 //! | `vish/stress` | `/stress -logtostderr` / – | `-cpus`, `-mem-total`, `-mem-alloc-size`, `-mem-alloc-sleep` |
 //! | anything else | unknown | without a command: answers HTTP 200 on each declared port until SIGTERM, exits 0 |
 //!
@@ -36,6 +36,7 @@
 mod agnhost;
 mod generic;
 mod httpd;
+mod netexec;
 mod nginx;
 mod rootfs;
 mod stress;
@@ -98,7 +99,7 @@ pub static IMAGES: &[Image] = &[
         entrypoint: &[],
         cmd: &["sh"],
         programs: &[],
-        root: |r| rootfs::base(Base::Busybox, r.tag).dirs(&["/etc"]).build(),
+        root: |r| rootfs::base(Base::Busybox, r.tag).build(),
     },
     Image {
         repos: &["alpine"],

@@ -371,7 +371,7 @@ mod tests {
 
     #[test]
     fn busybox_has_what_ls_shows() {
-        let fs = Fs::new(base(Base::Busybox, "").dirs(&["/etc"]).build());
+        let fs = Fs::new(base(Base::Busybox, "").build());
         let names: Vec<String> = fs.list("/").unwrap().into_iter().map(|e| e.name).collect();
         let want = "bin dev etc home lib lib64 proc root sys tmp usr var";
         assert_eq!(names.join(" "), want);

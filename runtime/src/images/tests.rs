@@ -301,6 +301,11 @@ fn agnhost_subcommands() {
         ("/echo?msg=x&code=503", 503, "x"),
         ("/healthz", 200, ""),
         ("/clientip", 200, "10.244.0.1:40000"),
+        (
+            "/dial?request=hostname&protocol=http&host=10.244.1.7&port=8080&tries=1",
+            200,
+            r#"{"errors":["Get \"http://10.244.1.7:8080/hostname\": dial tcp 10.244.1.7:8080: connect: connection refused"]}"#,
+        ),
     ];
     for (path, status, body) in cases {
         let r = host.get(8081, path, secs(1));

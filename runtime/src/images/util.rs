@@ -192,6 +192,27 @@ fn hex(b: u8) -> Option<u8> {
     (b as char).to_digit(16).map(|d| d as u8)
 }
 
+/// A JSON string.
+pub fn json_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+pub fn json_list(items: &[String]) -> String {
+    let items: Vec<String> = items.iter().map(|s| json_str(s)).collect();
+    format!("[{}]", items.join(","))
+}
+
 /// The MIME type a static server sends for a file name (nginx's `mime.types`, in short).
 pub fn content_type(name: &str) -> &'static str {
     let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
