@@ -27,7 +27,9 @@
 //! | anything else | unknown | without a command: answers HTTP 200 on each declared port until SIGTERM, exits 0 |
 //!
 //! A program ended by SIGTERM exits as the real one does: 0 for those that handle it (nginx,
-//! httpd, pause), 143 for those that do not (Go servers, stress). SIGKILL is the kubelet
+//! httpd, pause), 143 for those that do not (Go servers, stress); agnhost's `pause` exits 2
+//! and its `serve-hostname` sleeps 60 s first, as upstream's do. agnhost subcommands not
+//! simulated (`dns-suffix`, `webhook`…) serve the declared ports. SIGKILL is the kubelet
 //! dropping the future. The runtime's part of the container's files is here too: `run` writes
 //! `/etc/hostname` before the process starts.
 //!
