@@ -155,7 +155,17 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
     let mut local = n.local();
     if local.pods.contains_key(&uid) {
         // A drifted status is re-asserted by the resync, as upstream's status manager does in
-        // its periodic sync: a status a client patched stays visible for a while.
+        // its periodic sync: a status a client patched stays visible for a while. A pod with
+        // readiness gates is looked at now: a gate's condition set by its controller moves
+        // Ready at once.
+        let gated = pod
+            .spec
+            .as_ref()
+            .is_some_and(|s| s.readiness_gates.as_ref().is_some_and(|g| !g.is_empty()));
+        drop(local);
+        if gated {
+            reassert(k, &n, pod);
+        }
         return;
     }
     if matches!(phase, Some("Succeeded" | "Failed")) {

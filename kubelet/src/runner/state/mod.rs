@@ -355,10 +355,7 @@ impl PodRun {
                 ));
             } else if !ok {
                 c.reason = Some("ReadinessGatesNotReady".into());
-                c.message = Some(format!(
-                    "corresponding condition of pod readiness gate \"{}\" does not exist.",
-                    missing_gate(pod).unwrap_or_default()
-                ));
+                c.message = missing_gate(pod);
             }
             out.push(c);
         }
@@ -375,15 +372,22 @@ fn gates(pod: &Pod) -> Vec<String> {
         .collect()
 }
 
-/// The first readiness gate whose condition is not True.
+/// Why the first readiness gate whose condition is not True holds the pod, in upstream's
+/// words.
 fn missing_gate(pod: &Pod) -> Option<String> {
     let conds = pod.status.as_ref().and_then(|s| s.conditions.clone());
-    gates(pod).into_iter().find(|g| {
-        !conds
-            .iter()
-            .flatten()
-            .any(|c| &c.type_ == g && c.status == "True")
-    })
+    gates(pod)
+        .into_iter()
+        .find_map(|g| match conds.iter().flatten().find(|c| c.type_ == g) {
+            None => Some(format!(
+                "corresponding condition of pod readiness gate \"{g}\" does not exist."
+            )),
+            Some(c) if c.status != "True" => Some(format!(
+                "the status of pod readiness gate \"{g}\" is not \"True\", but {}",
+                c.status
+            )),
+            Some(_) => None,
+        })
 }
 
 /// Every readiness gate's condition is True.
