@@ -90,7 +90,10 @@ impl Shell {
             "0" => Some(self.arg0.clone()),
             n if n.chars().all(|c| c.is_ascii_digit()) => {
                 let i: usize = n.parse().ok()?;
-                self.params.get(i - 1).cloned()
+                match i {
+                    0 => Some(self.arg0.clone()),
+                    i => self.params.get(i - 1).cloned(),
+                }
             }
             n => self.get_var(n).map(str::to_string),
         }

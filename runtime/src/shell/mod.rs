@@ -16,6 +16,7 @@ mod interp;
 mod io;
 mod lexer;
 mod parser;
+mod redirect;
 mod sys;
 #[cfg(test)]
 mod tests;

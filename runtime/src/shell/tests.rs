@@ -568,3 +568,86 @@ fn programs_run_directly() {
         );
     }
 }
+
+#[test]
+fn odd_scripts_fail_without_panicking() {
+    // (script, exit code, stderr)
+    let cases: &[(&str, i32, &str)] = &[
+        ("echo ${", 2, "sh: syntax error: missing '}'\n"),
+        ("echo ${a:x}", 2, "sh: syntax error: bad substitution\n"),
+        (
+            "echo $(echo",
+            2,
+            "sh: syntax error: unexpected end of file (expecting \")\")\n",
+        ),
+        (
+            "(echo",
+            2,
+            "sh: syntax error: unexpected end of file (expecting \")\")\n",
+        ),
+        (
+            "{ echo; ",
+            2,
+            "sh: syntax error: unexpected end of file (expecting \"}\")\n",
+        ),
+        ("echo >", 2, "sh: syntax error: unexpected end of file\n"),
+        ("| cat", 2, "sh: syntax error: unexpected \"|\"\n"),
+        (
+            "while true; do done",
+            2,
+            "sh: syntax error: unexpected \"done\"\n",
+        ),
+        (
+            "case x in",
+            2,
+            "sh: syntax error: unexpected end of file (expecting \"esac\")\n",
+        ),
+        (
+            "echo \"unterminated",
+            2,
+            "sh: syntax error: unterminated quoted string\n",
+        ),
+        (
+            "echo `echo",
+            2,
+            "sh: syntax error: unterminated quoted string\n",
+        ),
+        ("echo $((1 +))", 2, "sh: arithmetic syntax error\n"),
+        (
+            "echo ${00} $00 >/dev/null; expr -9223372036854775808 / -1 >/dev/null",
+            0,
+            "",
+        ),
+        (
+            "printf '%'; printf '%q' x",
+            1,
+            "printf: %q: invalid format\n",
+        ),
+        ("shift 3", 2, "sh: shift: can't shift that many\n"),
+        (
+            "cd /nope",
+            2,
+            "sh: cd: can't cd to /nope: No such file or directory\n",
+        ),
+        (
+            "trap 'x' BOGUS",
+            1,
+            "sh: trap: BOGUS: invalid signal specification\n",
+        ),
+        ("break; continue; return 0", 0, ""),
+        (
+            "/nope/prog",
+            127,
+            "sh: /nope/prog: No such file or directory\n",
+        ),
+        ("", 0, ""),
+    ];
+    for (script, code, stderr) in cases {
+        let r = sh(script);
+        assert_eq!(
+            (r.code, r.stderr.as_str()),
+            (Some(*code), *stderr),
+            "script: {script}"
+        );
+    }
+}

@@ -4,6 +4,7 @@
 
 mod files;
 mod net;
+mod test;
 mod text;
 
 use std::time::Duration;
