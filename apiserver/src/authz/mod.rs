@@ -85,11 +85,30 @@ pub fn check(
     }
     let a = Attributes::of_request(method, path, query, user.clone());
     let decision = decide(state, &a);
-    if decision.allowed {
-        Ok(())
-    } else {
-        Err(forbidden(&a, &decision.reason))
+    if !decision.allowed {
+        return Err(forbidden(&a, &decision.reason));
     }
+    // AuthorizePodWebsocketUpgradeCreatePermission (on since 1.35): a WebSocket exec, attach or
+    // port-forward is a GET, yet must also be allowed to `create`, as the SPDY POST is.
+    if needs_create(&a) {
+        let create = Attributes {
+            verb: "create".into(),
+            ..a
+        };
+        let decision = decide(state, &create);
+        if !decision.allowed {
+            return Err(forbidden(&create, &decision.reason));
+        }
+    }
+    Ok(())
+}
+
+/// A GET of a pod's exec, attach or portforward subresource.
+fn needs_create(a: &Attributes) -> bool {
+    a.verb == "get"
+        && a.group.is_empty()
+        && a.resource == "pods"
+        && matches!(a.subresource.as_str(), "exec" | "attach" | "portforward")
 }
 
 /// Upstream's forbidden message: `pods "x" is forbidden: User "alice" cannot delete resource

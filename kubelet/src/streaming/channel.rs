@@ -87,7 +87,10 @@ pub fn encode(p: Protocol, channel: u8, data: &[u8]) -> Frame {
 pub enum Incoming {
     Stdin(Vec<u8>),
     /// A terminal size (accepted and ignored: nothing here draws on a terminal).
-    Resize { width: u16, height: u16 },
+    Resize {
+        width: u16,
+        height: u16,
+    },
     /// v5: the client closed one of its streams (`0`: stdin reached its end).
     Close(u8),
     /// Empty, unknown or undecodable; ignored as upstream does.
@@ -148,7 +151,10 @@ pub enum Outcome {
 /// message of a failure alone, and nothing on success.
 pub fn status(p: Protocol, argv: &[String], outcome: &Outcome) -> Option<Vec<u8>> {
     let (message, status) = match outcome {
-        Outcome::Exited(0) => (None, serde_json::json!({"metadata": {}, "status": "Success"})),
+        Outcome::Exited(0) => (
+            None,
+            serde_json::json!({"metadata": {}, "status": "Success"}),
+        ),
         Outcome::Exited(code) => {
             let message = format!(
                 "command terminated with non-zero exit code: error executing command [{}], exit code {code}",
@@ -239,10 +245,7 @@ mod tests {
             encode(V4, STDOUT, b"hi\n"),
             Frame::Binary(vec![1, b'h', b'i', b'\n'])
         );
-        assert_eq!(
-            encode(V4B64, STDERR, b"hi"),
-            Frame::Text("2aGk=".into())
-        );
+        assert_eq!(encode(V4B64, STDERR, b"hi"), Frame::Text("2aGk=".into()));
         assert_eq!(encode(V5, ERROR, b""), Frame::Binary(vec![3]));
     }
 
@@ -264,7 +267,12 @@ mod tests {
                     height: 24,
                 },
             ),
-            (V1, false, b"\x04{\"Width\":80,\"Height\":24}", Incoming::Ignored),
+            (
+                V1,
+                false,
+                b"\x04{\"Width\":80,\"Height\":24}",
+                Incoming::Ignored,
+            ),
             (V4, false, b"\x04not json", Incoming::Ignored),
             (V5, false, &[255, 0], Incoming::Close(0)),
             (V4, false, &[255, 0], Incoming::Ignored),

@@ -130,7 +130,9 @@ impl LogQuery {
 
 /// Upstream's log time format: RFC 3339 in UTC with nine fractional digits.
 pub fn rfc3339_nano(at: SystemTime) -> String {
-    let since = at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let since = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
     let secs = Timestamp::from_second(since.as_secs() as i64).unwrap_or(Timestamp::UNIX_EPOCH);
     format!(
         "{}.{:09}Z",
@@ -210,14 +212,15 @@ pub(crate) async fn container_logs(
     let stream_filter = q.stream;
     let render = q.clone();
     let mut left = q.limit_bytes.map(|n| n.max(0) as u64);
-    let body = futures::stream::iter(lines)
-        .chain(live.filter(move |l| {
-            futures::future::ready(stream_filter.is_none_or(|s| s == l.stream))
-        }))
-        .map(move |l| render.render(&l))
-        .map(move |chunk| limited(chunk, &mut left))
-        .take_while(|c| futures::future::ready(c.is_some()))
-        .filter_map(|c| futures::future::ready(c.map(|c| Ok::<_, Infallible>(Bytes::from(c)))));
+    let body =
+        futures::stream::iter(lines)
+            .chain(live.filter(move |l| {
+                futures::future::ready(stream_filter.is_none_or(|s| s == l.stream))
+            }))
+            .map(move |l| render.render(&l))
+            .map(move |chunk| limited(chunk, &mut left))
+            .take_while(|c| futures::future::ready(c.is_some()))
+            .filter_map(|c| futures::future::ready(c.map(|c| Ok::<_, Infallible>(Bytes::from(c)))));
     let mut resp = Response::new(Body::from_stream(body));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -310,7 +313,11 @@ mod tests {
         ];
         for (raw, want) in cases {
             let q = LogQuery::parse(Some(raw)).unwrap();
-            let got: Vec<String> = q.select(lines.iter(), now).into_iter().map(|l| l.text).collect();
+            let got: Vec<String> = q
+                .select(lines.iter(), now)
+                .into_iter()
+                .map(|l| l.text)
+                .collect();
             assert_eq!(got, *want, "{raw}");
         }
     }
@@ -332,7 +339,10 @@ mod tests {
             b"1970-01-01T00:00:00.000000000Z hi\n"
         );
         let mut left = Some(5);
-        assert_eq!(limited(b"abc\n".to_vec(), &mut left), Some(b"abc\n".to_vec()));
+        assert_eq!(
+            limited(b"abc\n".to_vec(), &mut left),
+            Some(b"abc\n".to_vec())
+        );
         assert_eq!(limited(b"def\n".to_vec(), &mut left), Some(b"d".to_vec()));
         assert_eq!(limited(b"g\n".to_vec(), &mut left), None);
         let mut none = None;
