@@ -10,7 +10,6 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use futures::SinkExt;
 use tinykube_runtime::{BoxFuture, Stream};
 use tokio::sync::{broadcast, mpsc};
 
@@ -185,7 +184,16 @@ impl Session {
                 reason: "".into(),
             })))
             .await;
-        let _ = self.socket.flush().await;
+        // Wait for the client's close (bounded): closing the TCP connection with its frames
+        // still unread would reset it, and the client could lose the status sent above.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while let Some(Ok(msg)) = self.socket.recv().await {
+                if matches!(msg, Message::Close(_)) {
+                    break;
+                }
+            }
+        })
+        .await;
     }
 
     async fn exec(
