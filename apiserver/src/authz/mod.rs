@@ -224,4 +224,20 @@ mod tests {
         assert!("Node,RBAC".parse::<AuthorizationMode>() == Ok(AuthorizationMode::Rbac));
         assert!("ABAC".parse::<AuthorizationMode>().is_err());
     }
+
+    #[test]
+    fn websocket_connects_also_need_create() {
+        let cases = [
+            ("GET", "/api/v1/namespaces/d/pods/p/exec", true),
+            ("GET", "/api/v1/namespaces/d/pods/p/attach", true),
+            ("GET", "/api/v1/namespaces/d/pods/p/portforward", true),
+            ("POST", "/api/v1/namespaces/d/pods/p/exec", false),
+            ("GET", "/api/v1/namespaces/d/pods/p/log", false),
+            ("GET", "/apis/x.io/v1/namespaces/d/pods/p/exec", false),
+        ];
+        for (method, path, want) in cases {
+            let a = Attributes::of_request(method, path, None, UserInfo::anonymous());
+            assert_eq!(needs_create(&a), want, "{method} {path}");
+        }
+    }
 }
