@@ -172,7 +172,7 @@ async fn register_once(
     api: &Api<Node>,
 ) -> Result<bool, tinykube_client::ClientError> {
     let name = &n.config.name;
-    let wanted = node::initial(&n.config, &k.capacity, &k.machine, n.since);
+    let wanted = node::initial(&n.config, &k.capacity, &k.machine, n.since, k.endpoint);
     let existing = if k.config.register_node {
         match api.create(&wanted).await {
             Ok(created) => Some(created),
@@ -202,7 +202,25 @@ async fn register_once(
         return Ok(false);
     };
     *n.uid.lock().unwrap_or_else(|e| e.into_inner()) = existing.metadata.uid.clone();
-    let status = serde_json::to_value(node::status(&n.config, &k.capacity, &k.machine, n.since))?;
+    // Where the API server reaches us changes with every start (port 0): published each time.
+    if let Some(endpoint) = k.endpoint {
+        let published = existing
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(node::ADDRESS_ANNOTATION));
+        if published != Some(&endpoint.to_string()) {
+            let patch = json!({"metadata": {"annotations": {node::ADDRESS_ANNOTATION: endpoint.to_string()}}});
+            api.patch(name, &Patch::Merge(patch)).await?;
+        }
+    }
+    let status = serde_json::to_value(node::status(
+        &n.config,
+        &k.capacity,
+        &k.machine,
+        n.since,
+        k.endpoint,
+    ))?;
     api.patch_status(name, &Patch::Strategic(json!({ "status": status })))
         .await?;
     *n.reported_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(tokio::time::Instant::now());

@@ -18,6 +18,7 @@ pub mod pods;
 pub mod runner;
 pub mod server;
 pub mod static_pods;
+pub mod streaming;
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -59,7 +60,8 @@ pub struct Config {
     /// `leaseDurationSeconds` of the node Leases (upstream's nodeLeaseDurationSeconds, 40);
     /// they are renewed every quarter of it.
     pub node_lease_duration_seconds: i32,
-    /// Where `/healthz` and `/pods` are served (`None`: not served).
+    /// Where `/healthz`, `/pods` and the streaming endpoints (logs, exec, attach) are served
+    /// (`None`: not served).
     pub serve_addr: Option<SocketAddr>,
     /// The cluster DNS server pods are told of (`--cluster-dns`).
     pub cluster_dns: String,
@@ -71,7 +73,7 @@ pub struct Config {
 pub enum KubeletError {
     #[error("connecting to the API server: {0}")]
     Client(#[from] tinykube_client::ClientError),
-    #[error("serving /healthz and /pods on {addr}: {source}")]
+    #[error("serving the kubelet endpoint on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
         #[source]
@@ -194,6 +196,8 @@ pub(crate) struct Kubelet {
     pub wake_static: tokio::sync::Notify,
     /// The cluster network the pods see (Services, endpoints, listening containers).
     pub network: Arc<runner::Cluster>,
+    /// Where the API server reaches this process's endpoint (published on every Node).
+    pub endpoint: Option<SocketAddr>,
 }
 
 impl Kubelet {
@@ -311,6 +315,23 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
         config.cluster_dns.clone(),
         config.cluster_domain.clone(),
     ));
+    // Bound before the Nodes are registered: they publish the port it got.
+    let listener = match config.serve_addr {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| KubeletError::Bind { addr, source })?,
+        ),
+        None => None,
+    };
+    let endpoint = listener
+        .as_ref()
+        .and_then(|l| l.local_addr().ok())
+        .map(node::reachable);
+    if let Some(local) = listener.as_ref().and_then(|l| l.local_addr().ok()) {
+        tracing::info!(addr = %local, "serving /healthz, /pods, /containerLogs, /exec and /attach");
+        println!("tinykube-kubelet serving /healthz and /pods on http://{local}");
+    }
     let kubelet = Arc::new(Kubelet {
         recorder: Recorder::new(client.clone(), "kubelet", Some(&host)),
         client,
@@ -325,14 +346,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
         finalizing: Mutex::new(HashSet::new()),
         wake_static: tokio::sync::Notify::new(),
         network,
+        endpoint,
     });
-    if let Some(addr) = kubelet.config.serve_addr {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|source| KubeletError::Bind { addr, source })?;
-        let local = listener.local_addr().unwrap_or(addr);
-        tracing::info!(addr = %local, "serving /healthz and /pods");
-        println!("tinykube-kubelet serving /healthz and /pods on http://{local}");
+    if let Some(listener) = listener {
         tokio::spawn(server::serve(listener, kubelet.clone(), shutdown.clone()));
     }
     let notifications = informer.subscribe();

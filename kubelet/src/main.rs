@@ -78,10 +78,12 @@ struct Flags {
     /// leaseDurationSeconds of the node Lease (renewed every quarter of it); shorten for demos.
     #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(i32).range(1..))]
     node_lease_duration_seconds: i32,
-    /// Address of the read-only endpoint (/healthz, /pods).
+    /// Address of the kubelet's endpoint (/healthz, /pods, and /containerLogs, /exec, /attach
+    /// for the API server); 0.0.0.0 is published to the API server as 127.0.0.1.
     #[arg(long, default_value = "127.0.0.1")]
     address: IpAddr,
-    /// Port of the read-only endpoint; 0 picks a free port and prints it.
+    /// Port of the kubelet's endpoint; 0 picks a free port and prints it. The Nodes publish the
+    /// port bound (status.daemonEndpoints) and the address (kubelet.tinykube.io/address).
     #[arg(long, default_value_t = 10255)]
     read_only_port: u16,
     /// The cluster DNS server's IP written into pods' /etc/resolv.conf (the simulated DNS

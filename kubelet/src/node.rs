@@ -3,7 +3,7 @@
 //! `kube-node-lease`. Also the parsers of the flags that describe a node.
 
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{
@@ -24,6 +24,38 @@ pub const RUNTIME_VERSION: &str = concat!("tinykube://", env!("CARGO_PKG_VERSION
 /// Default lease duration of node leases; the kubelet renews every quarter of it.
 pub const LEASE_DURATION_SECONDS: i32 = 40;
 pub const LEASE_NAMESPACE: &str = "kube-node-lease";
+/// The Node annotation that tells the API server where this kubelet's endpoint is
+/// (`127.0.0.1:PORT`). The simulated InternalIPs are not reachable and are never dialled.
+pub const ADDRESS_ANNOTATION: &str = "kubelet.tinykube.io/address";
+/// The port published when no endpoint is served (upstream's default).
+pub const DEFAULT_KUBELET_PORT: u16 = 10250;
+
+/// The address to publish for a bound listener: an unspecified address (`0.0.0.0`) is reached
+/// on loopback.
+pub fn reachable(bound: SocketAddr) -> SocketAddr {
+    match bound.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => {
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), bound.port())
+        }
+        IpAddr::V6(ip) if ip.is_unspecified() => {
+            SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::LOCALHOST), bound.port())
+        }
+        _ => bound,
+    }
+}
+
+/// The annotations a kubelet sets on its Node.
+pub fn annotations(endpoint: Option<SocketAddr>) -> BTreeMap<String, String> {
+    let mut a: BTreeMap<String, String> = [(
+        "volumes.kubernetes.io/controller-managed-attach-detach".to_string(),
+        "true".to_string(),
+    )]
+    .into();
+    if let Some(e) = endpoint {
+        a.insert(ADDRESS_ANNOTATION.into(), e.to_string());
+    }
+    a
+}
 
 /// Everything about one (simulated) node that does not change while the kubelet runs.
 #[derive(Debug, Clone)]
@@ -240,12 +272,14 @@ fn quantities(list: &BTreeMap<String, String>) -> BTreeMap<String, ApiQuantity> 
         .collect()
 }
 
-/// The node's status: capacity, allocatable, conditions, addresses, endpoints, nodeInfo.
+/// The node's status: capacity, allocatable, conditions, addresses, endpoints (the port the
+/// kubelet's `endpoint` listens on), nodeInfo.
 pub fn status(
     node: &NodeConfig,
     cap: &Capacity,
     machine: &Machine,
     since: Timestamp,
+    endpoint: Option<SocketAddr>,
 ) -> NodeStatus {
     let machine_id = crate::hash::hex(&[b"machine", node.name.as_bytes()], 2);
     NodeStatus {
@@ -263,7 +297,9 @@ pub fn status(
             },
         ]),
         daemon_endpoints: Some(NodeDaemonEndpoints {
-            kubelet_endpoint: Some(DaemonEndpoint { port: 10250 }),
+            kubelet_endpoint: Some(DaemonEndpoint {
+                port: endpoint.map_or(DEFAULT_KUBELET_PORT, |e| e.port()).into(),
+            }),
         }),
         node_info: Some(NodeSystemInfo {
             machine_id: machine_id.clone(),
@@ -299,18 +335,18 @@ pub fn labels(node: &NodeConfig, machine: &Machine) -> BTreeMap<String, String> 
 }
 
 /// The Node object posted at registration.
-pub fn initial(node: &NodeConfig, cap: &Capacity, machine: &Machine, since: Timestamp) -> Node {
+pub fn initial(
+    node: &NodeConfig,
+    cap: &Capacity,
+    machine: &Machine,
+    since: Timestamp,
+    endpoint: Option<SocketAddr>,
+) -> Node {
     Node {
         metadata: ObjectMeta {
             name: Some(node.name.clone()),
             labels: Some(labels(node, machine)),
-            annotations: Some(
-                [(
-                    "volumes.kubernetes.io/controller-managed-attach-detach".to_string(),
-                    "true".to_string(),
-                )]
-                .into(),
-            ),
+            annotations: Some(annotations(endpoint)),
             ..Default::default()
         },
         spec: Some(NodeSpec {
@@ -319,7 +355,7 @@ pub fn initial(node: &NodeConfig, cap: &Capacity, machine: &Machine, since: Time
             taints: (!node.taints.is_empty()).then(|| node.taints.clone()),
             ..Default::default()
         }),
-        status: Some(status(node, cap, machine, since)),
+        status: Some(status(node, cap, machine, since, endpoint)),
     }
 }
 
@@ -413,7 +449,22 @@ mod tests {
             pod_cidr: "10.244.1.0/24".into(),
             manifest_path: None,
         };
-        let n = initial(&cfg, &parse_capacity("").unwrap(), &machine, crate::now());
+        let endpoint = reachable("0.0.0.0:41234".parse().unwrap());
+        let n = initial(
+            &cfg,
+            &parse_capacity("").unwrap(),
+            &machine,
+            crate::now(),
+            Some(endpoint),
+        );
+        let annotations = n.metadata.annotations.clone().unwrap();
+        assert_eq!(annotations[ADDRESS_ANNOTATION], "127.0.0.1:41234");
+        assert_eq!(
+            n.status.as_ref().unwrap().daemon_endpoints,
+            Some(NodeDaemonEndpoints {
+                kubelet_endpoint: Some(DaemonEndpoint { port: 41234 })
+            })
+        );
         let labels = n.metadata.labels.unwrap();
         assert_eq!(labels["kubernetes.io/hostname"], "worker0");
         assert_eq!(labels["kubernetes.io/os"], "linux");

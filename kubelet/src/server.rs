@@ -1,12 +1,16 @@
-//! `/healthz` and the read-only `/pods` (the pods of this kubelet's nodes as it sees them: API
-//! pods, and static pods in place of their mirrors), served by the client crate's minimal HTTP/1.1
-//! responder. `/pods?node=NAME` narrows to one node.
+//! The kubelet's HTTP endpoint: `/healthz`, the read-only `/pods` (the pods of this kubelet's
+//! nodes as it sees them: API pods, and static pods in place of their mirrors; `/pods?node=NAME`
+//! narrows to one node) and the streaming endpoints of [`crate::streaming`], on one axum router.
 
 use std::sync::Arc;
 
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{json, Value};
-use tinykube_client::endpoint::{self, query_param, Reply};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -40,15 +44,43 @@ fn pod_list(k: &Kubelet, only: Option<&str>) -> Value {
     json!({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
 }
 
+#[derive(serde::Deserialize)]
+struct PodsQuery {
+    node: Option<String>,
+}
+
+async fn pods(State(k): State<Arc<Kubelet>>, Query(q): Query<PodsQuery>) -> Response {
+    let body = pod_list(&k, q.node.as_deref()).to_string();
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+async fn healthz() -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "ok").into_response()
+}
+
+/// Go's net/http 404.
+async fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "404 page not found\n",
+    )
+        .into_response()
+}
+
 /// Serve until `shutdown`.
 pub(crate) async fn serve(listener: TcpListener, k: Arc<Kubelet>, shutdown: CancellationToken) {
-    let route = move |path: &str| match path.split('?').next().unwrap_or("") {
-        "/healthz" => Reply::healthy(),
-        "/pods" | "/pods/" => Reply::ok(
-            "application/json",
-            pod_list(&k, query_param(path, "node")).to_string(),
-        ),
-        _ => Reply::not_found(),
-    };
-    endpoint::serve(listener, route, shutdown).await
+    let app = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/pods", get(pods))
+        .route("/pods/", get(pods))
+        .merge(crate::streaming::routes())
+        .fallback(not_found)
+        .with_state(k);
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await;
+    if let Err(e) = served {
+        tracing::warn!(error = %e, "kubelet endpoint stopped");
+    }
 }

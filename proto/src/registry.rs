@@ -298,6 +298,13 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: CRUD_VERBS,
         subresources: &[
             Subresource {
+                name: "attach",
+                kind: "PodAttachOptions",
+                group: None,
+                version: None,
+                verbs: &["create", "get"],
+            },
+            Subresource {
                 name: "binding",
                 kind: "Binding",
                 group: None,
@@ -310,6 +317,20 @@ pub static RESOURCES: &[ResourceInfo] = &[
                 group: Some("policy"),
                 version: Some("v1"),
                 verbs: &["create"],
+            },
+            Subresource {
+                name: "exec",
+                kind: "PodExecOptions",
+                group: None,
+                version: None,
+                verbs: &["create", "get"],
+            },
+            Subresource {
+                name: "log",
+                kind: "Pod",
+                group: None,
+                version: None,
+                verbs: &["get"],
             },
             status("Pod"),
         ],

@@ -85,11 +85,30 @@ pub fn check(
     }
     let a = Attributes::of_request(method, path, query, user.clone());
     let decision = decide(state, &a);
-    if decision.allowed {
-        Ok(())
-    } else {
-        Err(forbidden(&a, &decision.reason))
+    if !decision.allowed {
+        return Err(forbidden(&a, &decision.reason));
     }
+    // AuthorizePodWebsocketUpgradeCreatePermission (on since 1.35): a WebSocket exec, attach or
+    // port-forward is a GET, yet must also be allowed to `create`, as the SPDY POST is.
+    if needs_create(&a) {
+        let create = Attributes {
+            verb: "create".into(),
+            ..a
+        };
+        let decision = decide(state, &create);
+        if !decision.allowed {
+            return Err(forbidden(&create, &decision.reason));
+        }
+    }
+    Ok(())
+}
+
+/// A GET of a pod's exec, attach or portforward subresource.
+fn needs_create(a: &Attributes) -> bool {
+    a.verb == "get"
+        && a.group.is_empty()
+        && a.resource == "pods"
+        && matches!(a.subresource.as_str(), "exec" | "attach" | "portforward")
 }
 
 /// Upstream's forbidden message: `pods "x" is forbidden: User "alice" cannot delete resource
@@ -204,5 +223,21 @@ mod tests {
         }
         assert!("Node,RBAC".parse::<AuthorizationMode>() == Ok(AuthorizationMode::Rbac));
         assert!("ABAC".parse::<AuthorizationMode>().is_err());
+    }
+
+    #[test]
+    fn websocket_connects_also_need_create() {
+        let cases = [
+            ("GET", "/api/v1/namespaces/d/pods/p/exec", true),
+            ("GET", "/api/v1/namespaces/d/pods/p/attach", true),
+            ("GET", "/api/v1/namespaces/d/pods/p/portforward", true),
+            ("POST", "/api/v1/namespaces/d/pods/p/exec", false),
+            ("GET", "/api/v1/namespaces/d/pods/p/log", false),
+            ("GET", "/apis/x.io/v1/namespaces/d/pods/p/exec", false),
+        ];
+        for (method, path, want) in cases {
+            let a = Attributes::of_request(method, path, None, UserInfo::anonymous());
+            assert_eq!(needs_create(&a), want, "{method} {path}");
+        }
     }
 }

@@ -7,6 +7,7 @@ pub(crate) mod delete;
 mod eviction;
 mod options;
 mod persist;
+mod proxy;
 mod read;
 mod review;
 mod subresource;
@@ -42,6 +43,10 @@ pub struct Ctx {
     /// Who sent the request, as admission sees it.
     pub user: UserInfo,
     pub pretty: bool,
+    /// The query as sent (options with repeated keys, such as exec's `command`).
+    pub raw_query: Option<String>,
+    /// The client's side of a connection upgrade (exec and attach).
+    pub upgrade: Option<hyper::upgrade::OnUpgrade>,
 }
 
 /// A JSON response; pretty-printed for curl-like user agents and `?pretty=true`, as upstream.
@@ -133,8 +138,10 @@ pub async fn dispatch(
     uri: Uri,
     headers: HeaderMap,
     peer: Option<Extension<ConnectInfo<Peer>>>,
-    body: Body,
+    request: axum::extract::Request,
 ) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
     let path = uri.path().to_string();
     if matches!(path.as_str(), "/healthz" | "/livez" | "/readyz") {
         return (StatusCode::OK, "ok").into_response();
@@ -154,6 +161,7 @@ pub async fn dispatch(
         headers,
         user,
         pretty,
+        upgrade,
     };
     match route(state, request, body).await {
         Ok(resp) => resp,
@@ -194,6 +202,7 @@ struct Request<'a> {
     headers: HeaderMap,
     user: UserInfo,
     pretty: bool,
+    upgrade: Option<hyper::upgrade::OnUpgrade>,
 }
 
 async fn route(state: AppState, request: Request<'_>, body: Body) -> ApiResult<Response> {
@@ -204,6 +213,7 @@ async fn route(state: AppState, request: Request<'_>, body: Body) -> ApiResult<R
         headers,
         user,
         pretty,
+        upgrade,
     } = request;
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     let served = state.kinds.snapshot();
@@ -239,6 +249,8 @@ async fn route(state: AppState, request: Request<'_>, body: Body) -> ApiResult<R
         headers,
         user,
         pretty,
+        raw_query: raw_query.map(str::to_string),
+        upgrade,
     };
     let deprecation: Vec<String> = ctx
         .target
@@ -267,6 +279,14 @@ async fn serve_target(ctx: Ctx, method: Method, body: Body) -> ApiResult<Respons
         (Method::GET, true, None) if verb_allowed("get") => read::get(ctx),
         (Method::GET, true, Some("status")) => read::get(ctx),
         (Method::GET, true, Some("scale")) => subresource::get_scale(ctx),
+        (Method::GET, true, Some("log")) => proxy::log(ctx).await,
+        (method @ (Method::GET | Method::POST), true, Some(sub @ ("exec" | "attach"))) => {
+            let kind = match sub {
+                "exec" => proxy::Connect::Exec,
+                _ => proxy::Connect::Attach,
+            };
+            proxy::connect(ctx, method, kind).await
+        }
         (Method::POST, false, None) if ctx.target.info.plural == "bindings" => {
             subresource::binding(ctx, &read_body(body).await?).await
         }

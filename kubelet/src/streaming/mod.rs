@@ -1,0 +1,44 @@
+//! The kubelet's streaming endpoints, which the API server proxies `pods/log`, `pods/exec` and
+//! `pods/attach` to: `logs` (`/containerLogs/…`, plain or followed text), `exec` (`/exec/…` and
+//! `/attach/…` over WebSocket) and `channel` (the channel protocols' framing). Pods are found by
+//! namespace and name across every node this process plays, through [`crate::runner`].
+
+pub mod channel;
+pub mod exec;
+pub mod logs;
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+
+use crate::runner::StreamError;
+use crate::Kubelet;
+
+/// The HTTP status of a failure, as upstream's kubelet answers it.
+pub(crate) fn status_of(e: &StreamError) -> StatusCode {
+    match e {
+        StreamError::PodNotFound { .. } | StreamError::ContainerNotFound { .. } => {
+            StatusCode::NOT_FOUND
+        }
+        StreamError::NotRunning(_) => StatusCode::BAD_REQUEST,
+    }
+}
+
+/// The streaming routes.
+pub(crate) fn routes() -> Router<Arc<Kubelet>> {
+    Router::new()
+        .route(
+            "/containerLogs/{namespace}/{pod}/{container}",
+            get(logs::container_logs),
+        )
+        .route(
+            "/exec/{namespace}/{pod}/{container}",
+            get(exec::exec).post(exec::exec),
+        )
+        .route(
+            "/attach/{namespace}/{pod}/{container}",
+            get(exec::attach).post(exec::attach),
+        )
+}
