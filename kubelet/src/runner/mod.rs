@@ -151,7 +151,6 @@ pub(crate) async fn report(k: Arc<Kubelet>, n: Arc<NodeState>, h: Arc<PodHandle>
     }
 }
 
-#[allow(dead_code)] // the streaming endpoints use them (landing next)
 impl Kubelet {
     /// The running pod `namespace/name` of any of our nodes.
     fn find_pod(&self, namespace: &str, pod: &str) -> Result<Arc<PodHandle>, StreamError> {
