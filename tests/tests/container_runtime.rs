@@ -197,8 +197,11 @@ fn readiness_follows_its_probe_and_init_containers_wait_for_services() {
     apply(&server, services);
     assert!(
         eventually(WAIT, || status_is(&server, "myapp-pod", "Running")),
-        "{:?}",
-        columns(&server, "myapp-pod")
+        "{:?} {}",
+        columns(&server, "myapp-pod"),
+        server
+            .kubectl(&["logs", "myapp-pod", "-c", "init-myservice", "--previous"])
+            .stdout
     );
     let p = pod_json(&server, "myapp-pod");
     for c in p["status"]["initContainerStatuses"].as_array().unwrap() {

@@ -332,6 +332,7 @@ async fn supervise(ctx: Arc<Ctx>, c: Container, kind: Kind) -> Option<i32> {
     let mut backoff = Backoff::default();
     let mut ran_for = Duration::ZERO;
     let mut first = true;
+    let mut restarting = false;
     loop {
         if !first {
             let delay = backoff.next(ran_for);
@@ -394,6 +395,17 @@ async fn supervise(ctx: Arc<Ctx>, c: Container, kind: Kind) -> Option<i32> {
                 continue;
             }
         };
+        if std::mem::take(&mut restarting) {
+            // The restart count counts the starts after the first.
+            h.update(|run| {
+                if let Some(cr) = run.get_mut(kind, &name) {
+                    cr.restarts += 1;
+                }
+            });
+            h.logs_of(&name)
+                .lock()
+                .restart(std::time::SystemTime::now());
+        }
         pull_events(&ctx, &c, who, first).await;
         let ended = run_once(&ctx, &c, kind, env, first).await;
         first = false;
@@ -406,10 +418,14 @@ async fn supervise(ctx: Arc<Ctx>, c: Container, kind: Kind) -> Option<i32> {
             })
             .unwrap_or(crate::now());
         ran_for = Duration::try_from(crate::now().duration_since(started_at)).unwrap_or_default();
+        let failed = ended.code != 0 || ended.oom;
         let restart = !ended.stopped
-            && match policy.as_str() {
-                "Always" => true,
-                "OnFailure" => ended.code != 0 || ended.oom,
+            && match (kind, policy.as_str()) {
+                // An init container runs until it succeeds (or once, with Never).
+                (Kind::Init, "Never") => false,
+                (Kind::Init, _) => failed,
+                (_, "Always") => true,
+                (_, "OnFailure") => failed,
                 _ => false,
             };
         if !restart {
@@ -420,12 +436,9 @@ async fn supervise(ctx: Arc<Ctx>, c: Container, kind: Kind) -> Option<i32> {
                 if let State::Terminated(e) = &cr.state {
                     cr.last = Some(e.clone());
                 }
-                cr.restarts += 1;
             }
         });
-        h.logs_of(&name)
-            .lock()
-            .restart(std::time::SystemTime::now());
+        restarting = true;
         let _ = image.len();
     }
 }
