@@ -161,6 +161,34 @@ fn proto_does_no_io_and_knows_no_runtime() {
 }
 
 #[test]
+fn runtime_does_no_io_and_knows_no_async_runtime() {
+    // What a container does is decided without I/O: the kubelet drives it through `Host`.
+    let deps = dependencies("runtime");
+    for banned in ["tokio", "reqwest", "sled", "axum", "tinykube-client"] {
+        assert!(
+            !deps.iter().any(|d| d == banned),
+            "runtime depends on {banned}"
+        );
+    }
+    for (path, text) in sources("runtime") {
+        for banned in [
+            "std::fs",
+            "std::net::Tcp",
+            "std::net::Udp",
+            "std::process",
+            "std::thread",
+            "tokio::",
+        ] {
+            assert!(
+                !text.contains(banned),
+                "{} uses {banned}: the runtime crate does no I/O",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
 fn components_reach_the_cluster_through_client() {
     // The kubelet fetches `--manifest-url` itself (not the cluster), as upstream's does.
     for (dir, _) in COMPONENTS {

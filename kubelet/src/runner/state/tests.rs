@@ -1,3 +1,5 @@
+//! Phase, conditions and container statuses of a pod from its containers' states, by table.
+
 use super::*;
 use serde_json::json;
 
