@@ -108,6 +108,7 @@ pub(crate) async fn exec(
             socket,
             proto,
             query: q,
+            line: Default::default(),
         };
         session.exec(started, stdin_tx, out_rx).await
     })
@@ -138,6 +139,7 @@ pub(crate) async fn attach(
             socket,
             proto,
             query: q,
+            line: Default::default(),
         };
         session.attach(logs).await
     })
@@ -148,6 +150,8 @@ struct Session {
     socket: WebSocket,
     proto: Protocol,
     query: ExecQuery,
+    /// With a TTY: the echo and line editing a pty does.
+    line: super::tty::LineDiscipline,
 }
 
 impl Session {
@@ -233,14 +237,25 @@ impl Session {
     async fn input(&mut self, text: bool, data: &[u8], stdin: &mut Option<mpsc::Sender<String>>) {
         match channel::decode(self.proto, text, data) {
             Incoming::Stdin(bytes) => {
-                if let Some(tx) = stdin.as_ref() {
-                    if tx
-                        .send(String::from_utf8_lossy(&bytes).into_owned())
-                        .await
-                        .is_err()
-                    {
-                        *stdin = None;
+                let typed = String::from_utf8_lossy(&bytes).into_owned();
+                let (chunks, eof) = if self.query.tty {
+                    let cooked = self.line.feed(&typed);
+                    if !cooked.echo.is_empty() {
+                        self.output(Stream::Stdout, &cooked.echo).await;
                     }
+                    (cooked.lines, cooked.eof)
+                } else {
+                    (vec![typed], false)
+                };
+                for chunk in chunks {
+                    if let Some(tx) = stdin.as_ref() {
+                        if tx.send(chunk).await.is_err() {
+                            *stdin = None;
+                        }
+                    }
+                }
+                if eof {
+                    *stdin = None;
                 }
             }
             Incoming::Close(channel::STDIN) => *stdin = None,

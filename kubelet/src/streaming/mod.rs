@@ -6,6 +6,7 @@
 pub mod channel;
 pub mod exec;
 pub mod logs;
+mod tty;
 
 use std::sync::Arc;
 

@@ -1,0 +1,117 @@
+//! What a student types at a terminal: the logging page's counter pod followed with
+//! `kubectl logs -f counter` (a new line each second), and `kubectl exec -it counter -- sh`
+//! driven through a pseudo-terminal (`script`): the prompt, the echo of what is typed, line
+//! editing, a command's output, and `exit 4` ending the session with kubectl's
+//! `command terminated with exit code 4`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tinykube_tests::{eventually, table_rows, ApiServer, Kubelet};
+
+const COUNTER: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: counter
+spec:
+  nodeName: worker0
+  containers:
+  - name: count
+    image: busybox:1.28
+    args: [/bin/sh, -c,
+            'i=0; while true; do echo "$i: $(date)"; i=$((i+1)); sleep 1; done']
+"#;
+
+fn running(server: &ApiServer) -> bool {
+    let out = server.kubectl(&["get", "pod", "counter", "--no-headers"]);
+    table_rows(&out.stdout)
+        .first()
+        .is_some_and(|r| r.get(2).is_some_and(|s| s == "Running"))
+}
+
+#[test]
+fn follow_the_counter_and_type_in_a_shell() {
+    let server = ApiServer::start().expect("api server starts");
+    let _kubelet = Kubelet::start(&server, &["--hostname-override", "worker0"]).unwrap();
+    server
+        .kubectl_stdin(&["apply", "-f", "-"], Some(COUNTER))
+        .ok();
+    assert!(eventually(Duration::from_secs(30), || running(&server)));
+
+    // kubectl logs -f: lines keep coming, one a second, numbered from 0.
+    let mut follow = Command::new("kubectl")
+        .args(["logs", "-f", "counter"])
+        .env("KUBECONFIG", server.kubeconfig())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl runs");
+    let stdout = follow.stdout.take().unwrap();
+    let started = Instant::now();
+    let mut lines = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap_or_default();
+        lines.push(line);
+        if lines.len() == 4 || started.elapsed() > Duration::from_secs(20) {
+            break;
+        }
+    }
+    let _ = follow.kill();
+    let _ = follow.wait();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert!(lines[0].starts_with("0: "), "{lines:?}");
+    assert!(lines[3].starts_with("3: "), "{lines:?}");
+    assert!(
+        lines[0].ends_with(" UTC 2026") || lines[0].contains(" UTC "),
+        "{lines:?}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "the lines came one a second"
+    );
+
+    // kubectl exec -it through a pseudo-terminal.
+    let mut shell = Command::new("script")
+        .args(["-qec", "kubectl exec -it counter -- sh", "/dev/null"])
+        .env("KUBECONFIG", server.kubeconfig())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs");
+    let mut stdin = shell.stdin.take().unwrap();
+    let typing = std::thread::spawn(move || {
+        // Wait for kubectl to put the terminal in raw mode, then type.
+        std::thread::sleep(Duration::from_secs(2));
+        for keys in [
+            "echo hello from $(hostname)\r",
+            "lx\x7fs /tmp\r",
+            "exit 4\r",
+        ] {
+            let _ = stdin.write_all(keys.as_bytes());
+            let _ = stdin.flush();
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    });
+    let mut out = String::new();
+    shell
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = shell.wait().unwrap();
+    typing.join().unwrap();
+    let screen = out.replace('\r', "");
+    assert!(screen.contains("/ # "), "the prompt: {screen:?}");
+    assert!(screen.contains("hello from counter\n"), "{screen:?}");
+    // What was typed is echoed, with the backspace's erase.
+    assert!(screen.contains("lx\x08 \x08s /tmp\n"), "{screen:?}");
+    assert!(
+        screen.contains("command terminated with exit code 4"),
+        "{screen:?}"
+    );
+    assert_eq!(status.code(), Some(4), "{screen:?}");
+}
