@@ -54,4 +54,5 @@ labs! {
     extending_the_api => "12-extending-the-api.md",
     services => "13-services.md",
     limits_and_quotas => "14-limits-and-quotas.md",
+    probes_restarts_logs => "15-probes-restarts-logs.md",
 }
