@@ -127,10 +127,13 @@ pub(crate) fn start(
 pub(crate) async fn report(k: Arc<Kubelet>, n: Arc<NodeState>, h: Arc<PodHandle>) {
     let key = format!("{}/{}", h.namespace(), h.name());
     let mut written = None;
+    let mut first_write = true;
     loop {
         let notified = h.changed.notified();
         let version = h.run().version;
-        if written != Some(version) {
+        // Version 0: nothing has happened to the containers yet (the pod shows
+        // ContainerCreating, or nothing on simulated nodes, until one starts).
+        if version > 0 && written != Some(version) {
             // Let a burst of changes land in one write.
             tokio::time::sleep(Duration::from_millis(20)).await;
             written = Some(h.run().version);
@@ -138,7 +141,13 @@ pub(crate) async fn report(k: Arc<Kubelet>, n: Arc<NodeState>, h: Arc<PodHandle>
             if pod.metadata.uid != h.pod.metadata.uid || pod.metadata.deletion_timestamp.is_some() {
                 return;
             }
-            crate::pods::write_status(&k, &n, &pod).await;
+            // A pod taken over after a restart is written only if it shows something else
+            // (later writes always go: the informer's copy may be behind our last write).
+            let first = std::mem::replace(&mut first_write, false);
+            let adopted = h.adopted.load(std::sync::atomic::Ordering::Relaxed);
+            if !(first && adopted && already_shown(&n, &pod)) {
+                crate::pods::write_status(&k, &n, &pod).await;
+            }
             continue;
         }
         if h.done.is_cancelled() {
@@ -149,6 +158,32 @@ pub(crate) async fn report(k: Arc<Kubelet>, n: Arc<NodeState>, h: Arc<PodHandle>
             _ = h.done.cancelled() => {}
         }
     }
+}
+
+/// Whether the API's copy of the pod already shows what its containers are doing: the same
+/// phase, conditions and container states (`lifecycle::drifted`), restart counts and container
+/// IDs. A pod taken over after a kubelet restart is then not written again.
+fn already_shown(n: &NodeState, pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let ours = {
+        let local = n.local();
+        let Some(rec) = local.pods.get(&uid) else {
+            return true;
+        };
+        rec.stage.status(pod, &rec.facts)
+    };
+    let (Some(ours), Some(api)) = (ours, pod.status.as_ref()) else {
+        return false;
+    };
+    let ids = |s: &k8s_openapi::api::core::v1::PodStatus| -> Vec<(String, i32, Option<String>)> {
+        s.container_statuses
+            .iter()
+            .flatten()
+            .chain(s.init_container_statuses.iter().flatten())
+            .map(|c| (c.name.clone(), c.restart_count, c.container_id.clone()))
+            .collect()
+    };
+    !crate::lifecycle::drifted(Some(api), &ours) && ids(api) == ids(&ours)
 }
 
 impl Kubelet {

@@ -53,6 +53,9 @@ pub(crate) struct PodHandle {
     pub host_ip: String,
     /// Events are recorded (a lone node; simulated nodes save the writes).
     pub events: bool,
+    /// Taken over after a kubelet restart: the first start of each container is quiet (no
+    /// events), as its container was, for the API, running all along.
+    pub adopted: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for PodHandle {
@@ -87,6 +90,7 @@ impl PodHandle {
             network,
             host_ip,
             events,
+            adopted: Default::default(),
         }
     }
 
@@ -115,6 +119,7 @@ impl PodHandle {
     /// Take over the restart counts the API shows (a pod adopted after a kubelet restart).
     pub fn seed(&self, status: Option<&k8s_openapi::api::core::v1::PodStatus>) {
         let Some(status) = status else { return };
+        self.adopted.store(true, Ordering::Relaxed);
         let mut guard = self.run();
         let run = &mut *guard;
         for (list, statuses) in [
@@ -445,6 +450,9 @@ async fn supervise(ctx: Arc<Ctx>, c: Container, kind: Kind) -> Option<i32> {
 
 /// The image events of a start: an image pulled each time for `Always`, else present.
 async fn pull_events(ctx: &Ctx, c: &Container, who: Option<(&str, Kind)>, first: bool) {
+    if first && ctx.h.adopted.load(Ordering::Relaxed) {
+        return;
+    }
     let image = c.image.clone().unwrap_or_default();
     let always = match c.image_pull_policy.as_deref() {
         Some(p) => p == "Always",
@@ -557,14 +565,19 @@ async fn run_once(
         network: h.network.clone(),
     };
     lock(&h.live).insert(name.clone(), live.clone());
-    h.event(
-        k,
-        who,
-        EventType::Normal,
-        "Created",
-        &format!("Created container: {name}"),
-    )
-    .await;
+    // A container of a pod taken over after a kubelet restart was running all along for the
+    // API: its first start here is quiet.
+    let quiet = first && h.adopted.load(Ordering::Relaxed);
+    if !quiet {
+        h.event(
+            k,
+            who,
+            EventType::Normal,
+            "Created",
+            &format!("Created container: {name}"),
+        )
+        .await;
+    }
     let signals = Arc::new(Signals::default());
     let usage = Arc::new(Usage::default());
     let logs = h.logs_of(&name);
@@ -591,15 +604,16 @@ async fn run_once(
             cr.ready = !has_startup && !has_readiness && kind != Kind::Init;
         }
     });
-    h.event(
-        k,
-        who,
-        EventType::Normal,
-        "Started",
-        &format!("Started container {name}"),
-    )
-    .await;
-    let _ = first;
+    if !quiet {
+        h.event(
+            k,
+            who,
+            EventType::Normal,
+            "Started",
+            &format!("Started container {name}"),
+        )
+        .await;
+    }
     // postStart: the container is not running until it returns; a failure kills it.
     let mut kill: Option<(String, Duration)> = None;
     if let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
