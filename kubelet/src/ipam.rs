@@ -24,6 +24,24 @@ pub fn default_node_ip(name: &str) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(Ipv4Addr::new(172, 16, 0, 0)) + host)
 }
 
+/// Whether `ip` is in `cidr` (`10.244.1.0/24`; a bare address is a /32). An unreadable CIDR
+/// or address contains nothing.
+pub fn cidr_contains(cidr: &str, ip: &str) -> bool {
+    let (net, bits) = cidr.split_once('/').unwrap_or((cidr, "32"));
+    let (Ok(net), Ok(bits), Ok(ip)) = (
+        net.parse::<Ipv4Addr>(),
+        bits.parse::<u32>(),
+        ip.parse::<Ipv4Addr>(),
+    ) else {
+        return false;
+    };
+    if bits > 32 {
+        return false;
+    }
+    let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+    u32::from(net) & mask == u32::from(ip) & mask
+}
+
 /// Pod IPs of one node: `.2` to `.254` of its /24 (`.1` is the bridge), lowest free first.
 #[derive(Debug, Clone)]
 pub struct PodIps {
@@ -92,6 +110,26 @@ mod tests {
         assert_eq!(ip, default_node_ip("worker0"));
         assert_eq!(ip.octets()[0], 172);
         assert!((16..32).contains(&ip.octets()[1]));
+    }
+
+    #[test]
+    fn cidr_containment() {
+        let cases = [
+            ("10.244.1.0/24", "10.244.1.7", true),
+            ("10.244.1.0/24", "10.244.1.255", true),
+            ("10.244.1.0/24", "10.244.2.7", false),
+            ("10.244.0.0/16", "10.244.200.1", true),
+            ("10.244.1.9/24", "10.244.1.1", true),
+            ("0.0.0.0/0", "10.9.9.9", true),
+            ("192.168.10.11", "192.168.10.11", true),
+            ("192.168.10.11/32", "192.168.10.12", false),
+            ("10.244.1.0/33", "10.244.1.7", false),
+            ("nonsense/24", "10.244.1.7", false),
+            ("10.244.1.0/24", "web", false),
+        ];
+        for (cidr, ip, want) in cases {
+            assert_eq!(cidr_contains(cidr, ip), want, "{ip} in {cidr}");
+        }
     }
 
     #[test]

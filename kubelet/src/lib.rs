@@ -184,7 +184,8 @@ pub(crate) struct Kubelet {
     pub nodes: Vec<Arc<NodeState>>,
     pub by_name: HashMap<String, usize>,
     pub pods: Store<Pod>,
-    /// Our Node objects as the API server has them (to notice conditions changed by others).
+    /// The Node objects as the API server has them: ours (to notice conditions changed by
+    /// others) and the other kubelets' (the pod network reaches their pods).
     pub node_objects: Store<Node>,
     pub recorder: Recorder,
     /// Bounds concurrent writes to the API server.
@@ -266,13 +267,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
             .into_iter()
             .collect()
     });
-    let node_informer = Informer::new(
-        Api::<Node>::all(client.clone()),
-        match config.nodes.as_slice() {
-            [one] => ListParams::default().fields(&format!("metadata.name={}", one.name)),
-            _ => ListParams::default(),
-        },
-    );
+    // Every Node: ours by name (conditions changed by others), the others for their podCIDRs
+    // and kubelet addresses (the simulated network between kubelet processes).
+    let node_informer = Informer::new(Api::<Node>::all(client.clone()), ListParams::default());
     let now = now();
     let nodes: Vec<Arc<NodeState>> = config
         .nodes
@@ -312,6 +309,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
     let network = Arc::new(runner::Cluster::new(
         services.store(),
         slices.store(),
+        node_informer.store(),
+        config.nodes.iter().map(|n| n.name.clone()).collect(),
         config.cluster_dns.clone(),
         config.cluster_domain.clone(),
     ));
@@ -329,7 +328,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
         .and_then(|l| l.local_addr().ok())
         .map(node::reachable);
     if let Some(local) = listener.as_ref().and_then(|l| l.local_addr().ok()) {
-        tracing::info!(addr = %local, "serving /healthz, /pods, /containerLogs, /exec and /attach");
+        tracing::info!(addr = %local, "serving /healthz, /pods, /containerLogs, /exec, /attach and /simnet");
         println!("tinykube-kubelet serving /healthz and /pods on http://{local}");
     }
     let kubelet = Arc::new(Kubelet {

@@ -190,7 +190,8 @@ fn runtime_does_no_io_and_knows_no_async_runtime() {
 
 #[test]
 fn components_reach_the_cluster_through_client() {
-    // The kubelet fetches `--manifest-url` itself (not the cluster), as upstream's does.
+    // The kubelet fetches `--manifest-url` itself (not the cluster), as upstream's does, and
+    // asks the other kubelets for their pods' answers (the simulated pod network).
     for (dir, _) in COMPONENTS {
         if ["apiserver", "kubelet"].contains(dir) {
             continue;

@@ -10,6 +10,7 @@ mod host;
 pub(crate) mod network;
 mod pod;
 mod probes;
+pub(crate) mod remote;
 pub(crate) mod state;
 mod volumes;
 
@@ -103,13 +104,7 @@ pub(crate) fn start(
         namespace: pod.metadata.namespace.clone().unwrap_or_default(),
         pod_ip: pod_ip.to_string(),
         hostname,
-        known_ip: Arc::new(move |ip: &str| {
-            kubelet.upgrade().is_some_and(|k| {
-                k.nodes
-                    .iter()
-                    .any(|n| n.local().pods.values().any(|r| r.facts.pod_ip == ip))
-            })
-        }),
+        known_ip: Arc::new(move |ip: &str| kubelet.upgrade().is_some_and(|k| k.holds_ip(ip))),
     });
     let h = Arc::new(PodHandle::new(
         pod,
@@ -187,6 +182,13 @@ fn already_shown(n: &NodeState, pod: &k8s_openapi::api::core::v1::Pod) -> bool {
 }
 
 impl Kubelet {
+    /// Whether one of our pods holds `ip`.
+    pub(crate) fn holds_ip(&self, ip: &str) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| n.local().pods.values().any(|r| r.facts.pod_ip == ip))
+    }
+
     /// The running pod `namespace/name` of any of our nodes.
     fn find_pod(&self, namespace: &str, pod: &str) -> Result<Arc<PodHandle>, StreamError> {
         for n in &self.nodes {

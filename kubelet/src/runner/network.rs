@@ -2,46 +2,86 @@
 //! Service names (ClusterIP, or a headless Service's ready endpoints, and their pods'
 //! `hostname.subdomain` names) through the pod's search domains; a connection to a ClusterIP
 //! goes to one of the Service's ready endpoints in turn, as kube-proxy balances; a connection
-//! to a pod IP reaches whatever listens there. Only the pods of this kubelet process answer:
-//! a pod IP of another kubelet process times out.
+//! to a pod IP reaches whatever listens there: in this process's [`Listeners`] at no cost, or,
+//! for a pod IP of another kubelet process, through that kubelet ([`super::remote`]). An IP
+//! that no node holds times out.
 
+use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use tinykube_client::reflector::Store;
 use tinykube_runtime::net::Resolved;
 use tinykube_runtime::{HttpRequest, HttpResponse, NetError, Network, Server};
 
 use super::host::Listeners;
+use super::remote::{peer_of, Peers};
 
 /// What every pod's network shares.
 pub(crate) struct Cluster {
     pub services: Store<Service>,
     pub slices: Store<EndpointSlice>,
+    /// Every Node (their podCIDRs, InternalIPs and kubelet addresses).
+    pub nodes: Store<Node>,
+    /// The names of the nodes this process plays.
+    pub own: HashSet<String>,
     pub listeners: Arc<Listeners>,
     pub dns_ip: String,
     pub domain: String,
     /// Round-robin position of Service connections.
     turn: AtomicUsize,
+    peers: Peers,
 }
 
 impl Cluster {
     pub fn new(
         services: Store<Service>,
         slices: Store<EndpointSlice>,
+        nodes: Store<Node>,
+        own: HashSet<String>,
         dns_ip: String,
         domain: String,
     ) -> Cluster {
         Cluster {
             services,
             slices,
+            nodes,
+            own,
             listeners: Arc::new(Listeners::default()),
             dns_ip,
             domain,
             turn: AtomicUsize::new(0),
+            peers: Peers::new(),
         }
+    }
+
+    /// What listens at `ip:port` in this process: refused when `ip` is one of ours (`ours`)
+    /// with nothing there, timed out for an IP nobody here holds. What a peer kubelet answers
+    /// with, never asking further.
+    pub fn local(
+        &self,
+        ip: &str,
+        port: u16,
+        ours: impl Fn(&str) -> bool,
+    ) -> Result<Arc<dyn Server>, NetError> {
+        match self.listeners.get(ip, port) {
+            Some(s) => Ok(s),
+            None if ours(ip) => Err(NetError::Refused),
+            None => Err(NetError::TimedOut),
+        }
+    }
+
+    /// The kubelet of another process whose node holds `ip`.
+    fn peer(&self, ip: &str) -> Option<SocketAddr> {
+        let nodes = self.nodes.list();
+        peer_of(
+            nodes.iter().map(|n| n.as_ref()),
+            |n| self.own.contains(n),
+            ip,
+        )
     }
 
     /// The resolver search list of a pod in `namespace` (what its resolv.conf says).
@@ -172,18 +212,33 @@ pub(crate) struct PodNetwork {
     pub known_ip: Arc<dyn Fn(&str) -> bool + Send + Sync>,
 }
 
+/// Where a connection lands.
+enum Landing {
+    /// A server of this process.
+    Here(Arc<dyn Server>),
+    /// `ip:port` on the node of the kubelet at `peer`.
+    Peer {
+        peer: SocketAddr,
+        ip: String,
+        port: u16,
+    },
+}
+
 impl PodNetwork {
-    fn server(&self, ip: &str, port: u16) -> Result<Arc<dyn Server>, NetError> {
+    fn land(&self, ip: &str, port: u16) -> Result<Landing, NetError> {
         let ip = if ip == "127.0.0.1" || ip == "localhost" {
             self.pod_ip.as_str()
         } else {
             ip
         };
         let (ip, port) = self.cluster.route(ip, port)?;
-        match self.cluster.listeners.get(&ip, port) {
-            Some(s) => Ok(s),
-            None if ip == self.pod_ip || (self.known_ip)(&ip) => Err(NetError::Refused),
-            None => Err(NetError::TimedOut),
+        let ours = |ip: &str| ip == self.pod_ip || (self.known_ip)(ip);
+        match self.cluster.local(&ip, port, ours) {
+            Err(NetError::TimedOut) => match self.cluster.peer(&ip) {
+                Some(peer) => Ok(Landing::Peer { peer, ip, port }),
+                None => Err(NetError::TimedOut),
+            },
+            other => other.map(Landing::Here),
         }
     }
 }
@@ -228,20 +283,30 @@ impl Network for PodNetwork {
     }
 
     fn connect(&self, ip: &str, port: u16) -> Result<(), NetError> {
-        self.server(ip, port).map(|_| ())
+        match self.land(ip, port)? {
+            Landing::Here(_) => Ok(()),
+            Landing::Peer { peer, ip, port } => self.cluster.peers.connect(peer, &ip, port),
+        }
     }
 
     fn http(&self, ip: &str, port: u16, req: &HttpRequest) -> Result<HttpResponse, NetError> {
-        let server = self.server(ip, port)?;
+        let landing = self.land(ip, port)?;
         let mut req = req.clone();
         if req.remote_ip.is_empty() {
             req.remote_ip = self.pod_ip.clone();
         }
-        Ok(server.http(&req, std::time::SystemTime::now()))
+        match landing {
+            Landing::Here(server) => Ok(server.http(&req, std::time::SystemTime::now())),
+            Landing::Peer { peer, ip, port } => self.cluster.peers.http(peer, &ip, port, &req),
+        }
     }
 
     fn grpc_health(&self, ip: &str, port: u16, service: &str) -> Result<bool, NetError> {
-        let server = self.server(ip, port)?;
-        server.grpc_health(service).ok_or(NetError::Refused)
+        match self.land(ip, port)? {
+            Landing::Here(server) => server.grpc_health(service).ok_or(NetError::Refused),
+            Landing::Peer { peer, ip, port } => {
+                self.cluster.peers.grpc_health(peer, &ip, port, service)
+            }
+        }
     }
 }

@@ -1,17 +1,19 @@
 //! The kubelet's streaming endpoints, which the API server proxies `pods/log`, `pods/exec` and
 //! `pods/attach` to: `logs` (`/containerLogs/…`, plain or followed text), `exec` (`/exec/…` and
 //! `/attach/…` over WebSocket) and `channel` (the channel protocols' framing). Pods are found by
-//! namespace and name across every node this process plays, through [`crate::runner`].
+//! namespace and name across every node this process plays, through [`crate::runner`]. Also
+//! `simnet` (`/simnet/…`), where the other kubelet processes reach this one's pods.
 
 pub mod channel;
 pub mod exec;
 pub mod logs;
+pub mod simnet;
 mod tty;
 
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 use crate::runner::StreamError;
@@ -42,4 +44,7 @@ pub(crate) fn routes() -> Router<Arc<Kubelet>> {
             "/attach/{namespace}/{pod}/{container}",
             get(exec::attach).post(exec::attach),
         )
+        .route("/simnet/connect", post(simnet::connect))
+        .route("/simnet/http", post(simnet::http))
+        .route("/simnet/grpc", post(simnet::grpc))
 }

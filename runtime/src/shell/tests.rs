@@ -53,6 +53,7 @@ impl Network for FakeNet {
                 format!("hello from {} {}\n", req.path, req.user_agent),
             )),
             ("10.96.0.21", 80) => Ok(HttpResponse::new(500, "text/plain", "boom")),
+            ("10.9.9.9", _) => Err(NetError::TimedOut),
             _ => Err(NetError::Refused),
         }
     }
@@ -337,6 +338,9 @@ fn network_applets() {
         ("wget -q --spider http://web/", "", "", 0),
         ("wget -qO- http://nosuch/", "", "wget: bad address 'nosuch'\n", 1),
         ("wget -qO- http://down/", "", "wget: can't connect to remote host (10.96.0.22): Connection refused\n", 1),
+        ("wget -qO- http://10.9.9.9/", "", "wget: can't connect to remote host (10.9.9.9): Connection timed out\n", 1),
+        ("wget -qO- -T 2 http://10.9.9.9/", "", "wget: download timed out\n", 1),
+        ("wget -q --timeout=2 -O- http://10.9.9.9/", "", "wget: download timed out\n", 1),
         ("wget -qO- -T 1 http://broken/", "", "wget: server returned error: HTTP/1.1 500 Internal Server Error\n", 1),
         ("curl -s http://web/c", "hello from /c curl/8.11.1\n", "", 0),
         ("curl http://nosuch/", "", "curl: (6) Could not resolve host: nosuch\n", 6),

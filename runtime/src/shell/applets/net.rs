@@ -119,6 +119,8 @@ fn wget(p: &mut Proc, args: &[String]) -> i32 {
     let mut spider = false;
     let mut output: Option<String> = None;
     let mut agent = "Wget".to_string();
+    // `-T SEC` given: its alarm ends a silent connection before the kernel gives up.
+    let mut timeout = false;
     let mut url = None;
     let mut i = 0;
     while i < args.len() {
@@ -131,11 +133,13 @@ fn wget(p: &mut Proc, args: &[String]) -> i32 {
                 match a.as_str() {
                     "-O" => output = Some(v),
                     "-U" => agent = v,
+                    "-T" => timeout = true,
                     _ => {}
                 }
                 i += 1;
             }
-            s if s.starts_with("--timeout=") || s.starts_with("--tries=") => {}
+            s if s.starts_with("--timeout=") => timeout = true,
+            s if s.starts_with("--tries=") => {}
             s if s.starts_with("--output-document=") => {
                 output = Some(s["--output-document=".len()..].to_string());
             }
@@ -153,6 +157,8 @@ fn wget(p: &mut Proc, args: &[String]) -> i32 {
                             };
                             if c == 'O' {
                                 output = Some(v);
+                            } else {
+                                timeout = true;
                             }
                             break;
                         }
@@ -188,8 +194,14 @@ fn wget(p: &mut Proc, args: &[String]) -> i32 {
             ));
             return 1;
         }
-        Err(NetError::TimedOut) => {
+        Err(NetError::TimedOut) if timeout => {
             p.err("wget: download timed out\n");
+            return 1;
+        }
+        Err(NetError::TimedOut) => {
+            p.err(&format!(
+                "wget: can't connect to remote host ({ip}): Connection timed out\n"
+            ));
             return 1;
         }
         Err(NetError::BadAddress(h)) => {
