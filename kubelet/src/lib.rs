@@ -1,7 +1,7 @@
-//! tinykube-kubelet: a fake kubelet. It registers one node (or, with `--simulate-nodes`, many),
-//! keeps their Leases and conditions fresh, takes the pods bound to them through their
-//! lifecycle without running containers, and runs static pods from manifest files or a URL
-//! with their mirror pods.
+//! tinykube-kubelet: a kubelet of simulated nodes. It registers one node (or, with
+//! `--simulate-nodes`, many), keeps their Leases and conditions fresh, runs the pods bound to
+//! them with simulated containers ([`runner`] over `tinykube-runtime`), and runs static pods
+//! from manifest files or a URL with their mirror pods.
 //!
 //! One entry, [`run`]. Every simulated node shares one pod informer, one heartbeat timer, one
 //! static-pod timer and one HTTP endpoint, so a thousand nodes cost little.

@@ -14,8 +14,10 @@ enum LogFormat {
     Json,
 }
 
-/// A fake kubelet: registers its Node, keeps its Lease and conditions fresh, takes the pods bound
-/// to it to Running (no containers run) and runs static pods with their mirror pods.
+/// A kubelet of simulated nodes: registers its Node, keeps its Lease and conditions fresh, runs
+/// the pods bound to it and its static pods (with mirror pods) with simulated containers
+/// (commands in a busybox-shell interpreter, known images from a table: no image is pulled),
+/// and serves their logs and exec.
 #[derive(Parser, Debug)]
 #[command(name = "tinykube-kubelet", version)]
 struct Flags {
