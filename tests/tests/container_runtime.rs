@@ -263,3 +263,40 @@ fn sigterm_stops_a_trapping_shell_at_once_and_an_ignoring_one_after_the_grace_pe
     let slow = timed("ignoring");
     assert!(slow >= Duration::from_secs(4), "{slow:?}");
 }
+
+#[test]
+fn mounted_config_and_broken_scripts_behave_as_on_a_node() {
+    let (server, _kubelet) = cluster();
+    let config = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: game-config\ndata:\n  game.properties: |\n    enemies=aliens\n    lives=3\n  ui.properties: \"color.good=purple\\n\"\n";
+    apply(&server, config);
+    let reader = "  - name: app\n    image: busybox\n    command: [sleep, \"3600\"]\n    env:\n    - name: LIVES\n      valueFrom:\n        configMapKeyRef: {name: game-config, key: ui.properties}\n    volumeMounts:\n    - name: config\n      mountPath: /etc/config\n  volumes:\n  - name: config\n    configMap:\n      name: game-config\n";
+    apply(&server, &pod("reader", "Always", reader));
+    // A script busybox cannot parse is the container's failure: exit 2, the message logged.
+    let broken =
+        "  - name: bad\n    image: busybox\n    command: [sh, -c, \"if true; then echo x\"]\n";
+    apply(&server, &pod("broken", "Never", broken));
+    assert!(eventually(WAIT, || status_is(&server, "reader", "Running")));
+    let out = server.kubectl(&["exec", "reader", "--", "cat", "/etc/config/game.properties"]);
+    assert_eq!(out.ok(), "enemies=aliens\nlives=3\n");
+    let out = server.kubectl(&["exec", "reader", "--", "ls", "/etc/config"]);
+    assert_eq!(out.ok(), "game.properties\nui.properties\n");
+    let out = server.kubectl(&["exec", "reader", "--", "sh", "-c", "echo $LIVES"]);
+    assert_eq!(out.ok(), "color.good=purple\n");
+    let out = server.kubectl(&["exec", "reader", "--", "touch", "/etc/config/x"]);
+    assert!(
+        out.stdout.contains("Read-only file system")
+            || out.stderr.contains("Read-only file system"),
+        "{out:?}"
+    );
+    assert!(eventually(WAIT, || status_is(&server, "broken", "Error")));
+    let p = pod_json(&server, "broken");
+    assert_eq!(
+        p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"],
+        2
+    );
+    let logs = server.kubectl(&["logs", "broken"]);
+    assert_eq!(
+        logs.ok(),
+        "sh: syntax error: unexpected end of file (expecting \"fi\")\n"
+    );
+}

@@ -15,8 +15,9 @@ use serde_json::json;
 use tinykube_client::{Api, Client};
 use tinykube_runtime::{Fs, Volume};
 
-/// The volumes of one pod, by name.
-pub(crate) type PodVolumes = BTreeMap<String, Volume>;
+/// The volumes of one pod, by name, each with whether it is always read-only (ConfigMap,
+/// Secret, downward-API and projected volumes are, whatever the mount says).
+pub(crate) type PodVolumes = BTreeMap<String, (Volume, bool)>;
 
 /// Make every volume of the pod; `Err` is the FailedMount event's message.
 pub(crate) async fn mount_all(
@@ -30,7 +31,11 @@ pub(crate) async fn mount_all(
         let vol = make(client, &ns, pod, v, host_paths)
             .await
             .map_err(|e| format!("MountVolume.SetUp failed for volume \"{}\" : {e}", v.name))?;
-        out.insert(v.name.clone(), vol);
+        let read_only = v.config_map.is_some()
+            || v.secret.is_some()
+            || v.downward_api.is_some()
+            || v.projected.is_some();
+        out.insert(v.name.clone(), (vol, read_only));
     }
     Ok(out)
 }
@@ -300,10 +305,10 @@ pub(crate) fn container_fs(c: &Container, volumes: &PodVolumes, etc: &[(String, 
         let _ = fs.write(path, content.as_bytes(), false);
     }
     for m in c.volume_mounts.iter().flatten() {
-        let Some(vol) = volumes.get(&m.name) else {
+        let Some((vol, always_ro)) = volumes.get(&m.name) else {
             continue;
         };
-        let read_only = m.read_only.unwrap_or(false);
+        let read_only = *always_ro || m.read_only.unwrap_or(false);
         match m.sub_path.as_deref().filter(|s| !s.is_empty()) {
             None => fs.mount(&m.mount_path, vol.clone(), read_only),
             Some(sub) => {
