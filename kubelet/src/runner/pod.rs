@@ -628,6 +628,8 @@ async fn run_once(
     let limit = memory_limit(c);
     let mut oom = false;
     let mut stopped = false;
+    // Closed once the probes are done with (at once for a container without any).
+    let mut probes_open = true;
     let code = loop {
         if let Some((why, grace)) = kill.take() {
             let _ = why;
@@ -642,7 +644,7 @@ async fn run_once(
         tokio::select! {
             r = &mut process => break r.unwrap_or(tinykube_runtime::EXIT_KILLED),
             _ = mem_changed => {}
-            ev = rx.recv() => match ev {
+            ev = rx.recv(), if probes_open => match ev {
                 Some(ProbeEvent::Started) => h.update(|run| {
                     if let Some(cr) = run.get_mut(kind, &name) {
                         cr.started = true;
@@ -658,7 +660,7 @@ async fn run_once(
                     h.event(k, who, EventType::Normal, "Killing", &message).await;
                     kill = Some((message, grace.unwrap_or_else(|| h.grace())));
                 }
-                None => {}
+                None => probes_open = false,
             },
             _ = h.stop.cancelled() => {
                 stopped = true;
