@@ -156,7 +156,7 @@ async fn run(
     nodes: usize,
     window: Duration,
     prefix: &'static str,
-    body: fn(&str) -> Value,
+    body: impl Fn(&str) -> Value + Send + Sync + 'static,
 ) -> Result<Run> {
     let url = &cluster.server.url;
     let list: Value = cluster
@@ -266,6 +266,14 @@ fn counter_pod(name: &str) -> Value {
                      "args": ["/bin/sh", "-c", COUNTER]}]}})
 }
 
+/// The baseline: a container that only sleeps, with no probe.
+fn sleep_pod(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "labels": {"app": "sleep"}},
+           "spec": {"containers": [{"name": "sleep", "image": "busybox:1.28",
+                     "args": ["/bin/sh", "-c", "sleep 3600"]}]}})
+}
+
 fn http_probe_pod(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": name, "labels": {"app": "http-probe"}},
@@ -284,6 +292,12 @@ fn exec_probe_pod(name: &str) -> Value {
                                        "periodSeconds": 1}}]}})
 }
 
+/// A liveness probe that never fires in the run (its initial delay is a day): what a container
+/// with a probe costs before its first probe.
+fn dormant_probe() -> Value {
+    json!({"exec": {"command": ["true"]}, "initialDelaySeconds": 86_400})
+}
+
 /// One workload on a fresh cluster; `check` runs while it is still up.
 async fn workload(
     what: &str,
@@ -293,13 +307,28 @@ async fn workload(
     prefix: &'static str,
     body: fn(&str) -> Value,
     check: bool,
+    dormant: bool,
 ) -> Result<()> {
     if pods == 0 {
         return Ok(());
     }
     let cluster = Cluster::start(nodes, pods.div_ceil(nodes).max(110)).await?;
-    let r = run(&cluster, pods, nodes, window, prefix, body).await?;
-    print(what, pods, nodes, window, &r);
+    let r = if dormant {
+        let with_probe = move |name: &str| {
+            let mut pod = body(name);
+            pod["spec"]["containers"][0]["livenessProbe"] = dormant_probe();
+            pod
+        };
+        run(&cluster, pods, nodes, window, prefix, with_probe).await?
+    } else {
+        run(&cluster, pods, nodes, window, prefix, body).await?
+    };
+    let what = if dormant {
+        format!("{what}, with a dormant liveness probe")
+    } else {
+        what.to_string()
+    };
+    print(&what, pods, nodes, window, &r);
     if check {
         let url = &cluster.server.url;
         let last = format!("{prefix}-{}", pods - 1);
@@ -325,12 +354,25 @@ async fn workload(
 }
 
 pub async fn bench_containers(
+    sleep_pods: usize,
     counter_pods: usize,
     probe_pods: usize,
     exec_probe_pods: usize,
     nodes: usize,
     window: Duration,
+    dormant: bool,
 ) -> Result<()> {
+    workload(
+        "sleeping containers (busybox:1.28 `sleep 3600`; the baseline)",
+        sleep_pods,
+        nodes,
+        window,
+        "sleep",
+        sleep_pod,
+        false,
+        dormant,
+    )
+    .await?;
     workload(
         "counter loop (busybox:1.28, the logging page's `echo \"$i: $(date)\"; sleep 1` loop)",
         counter_pods,
@@ -339,6 +381,7 @@ pub async fn bench_containers(
         "counter",
         counter_pod,
         true,
+        dormant,
     )
     .await?;
     workload(
@@ -349,6 +392,7 @@ pub async fn bench_containers(
         "http-probe",
         http_probe_pod,
         false,
+        false,
     )
     .await?;
     workload(
@@ -358,6 +402,7 @@ pub async fn bench_containers(
         window,
         "exec-probe",
         exec_probe_pod,
+        false,
         false,
     )
     .await

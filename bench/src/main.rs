@@ -82,6 +82,10 @@ enum Bench {
     /// Simulated containers: the kubelet's CPU and RSS with pods running the logging page's
     /// counter loop, and with pods whose liveness probes fire every second.
     Containers {
+        /// Pods that only sleep, with no probe: the baseline the others are read against
+        /// (0 skips).
+        #[arg(long, default_value_t = 0)]
+        sleep_pods: usize,
         /// Pods running the counter loop (0 skips).
         #[arg(long, default_value_t = 10_000)]
         counter_pods: usize,
@@ -97,6 +101,10 @@ enum Bench {
         /// Seconds over which CPU is measured once every pod is Running.
         #[arg(long, default_value_t = 30)]
         window_seconds: u64,
+        /// Give the sleeping and counter containers a liveness probe that does not fire during
+        /// the run (initialDelaySeconds of a day).
+        #[arg(long)]
+        dormant_probe: bool,
     },
 }
 
@@ -354,18 +362,22 @@ async fn main() -> Result<()> {
             rest_seconds,
         } => kubelet::bench_kubelet(runs, nodes, pods, Duration::from_secs(rest_seconds)).await,
         Bench::Containers {
+            sleep_pods,
             counter_pods,
             probe_pods,
             exec_probe_pods,
             nodes,
             window_seconds,
+            dormant_probe,
         } => {
             containers::bench_containers(
+                sleep_pods,
                 counter_pods,
                 probe_pods,
                 exec_probe_pods,
                 nodes,
                 Duration::from_secs(window_seconds),
+                dormant_probe,
             )
             .await
         }
