@@ -143,6 +143,8 @@ struct Run {
     /// The kubelet's RSS at the end of the window, and before the pods.
     rss_kib: u64,
     rss_before_kib: u64,
+    /// The kubelet's RSS at the start of the window (all Running).
+    rss_running_kib: u64,
     /// Pod writes seen on the watch per second of the window.
     writes_per_s: f64,
     /// Restarts summed over every pod at the end.
@@ -211,6 +213,7 @@ async fn run(
 
     let apiserver_pid = cluster.server.child.id().context("apiserver pid")?;
     let events0 = seen.borrow().events;
+    let rss_running_kib = rss_kib(cluster.kubelet_pid)?;
     let (k0, a0, t0) = (
         cpu_time(cluster.kubelet_pid)?,
         cpu_time(apiserver_pid)?,
@@ -233,6 +236,7 @@ async fn run(
         apiserver_cpu: share(a1 - a0),
         rss_kib: rss,
         rss_before_kib,
+        rss_running_kib,
         writes_per_s: (after.events - events0) as f64 / took.as_secs_f64(),
         restarts: after.restarts,
         warnings: cluster.kubelet_warnings(),
@@ -247,10 +251,11 @@ fn print(what: &str, pods: usize, nodes: usize, window: Duration, r: &Run) {
         r.created.as_secs_f64(),
     );
     println!(
-        "  kubelet over {:.0} s: {:.1}% of one core, RSS {:.1} MiB ({:.1} MiB before the pods); API server {:.1}% of one core; {:.1} pod writes/s; restarts {}; kubelet log lines {}  (one kubelet, {nodes} simulated nodes)",
+        "  kubelet over {:.0} s: {:.1}% of one core, RSS {:.1} MiB ({:.1} MiB at its start, {:.1} MiB before the pods); API server {:.1}% of one core; {:.1} pod writes/s; restarts {}; kubelet log lines {}  (one kubelet, {nodes} simulated nodes)",
         window.as_secs_f64(),
         r.kubelet_cpu * 100.0,
         r.rss_kib as f64 / 1024.0,
+        r.rss_running_kib as f64 / 1024.0,
         r.rss_before_kib as f64 / 1024.0,
         r.apiserver_cpu * 100.0,
         r.writes_per_s,
