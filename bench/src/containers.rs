@@ -303,21 +303,61 @@ fn dormant_probe() -> Value {
     json!({"exec": {"command": ["true"]}, "initialDelaySeconds": 86_400})
 }
 
-/// One workload on a fresh cluster; `check` runs while it is still up.
+/// One kind of pod the benchmark runs.
+struct Workload {
+    what: &'static str,
+    /// Its pods are `PREFIX-0` … `PREFIX-(N-1)`.
+    prefix: &'static str,
+    body: fn(&str) -> Value,
+    /// Print the last pod's log through the API server.
+    show_log: bool,
+    /// Add the dormant probe with `--dormant-probe` (containers without a probe of their own).
+    dormant: bool,
+}
+
+const SLEEP: Workload = Workload {
+    what: "sleeping containers (busybox:1.28 `sleep 3600`; the baseline)",
+    prefix: "sleep",
+    body: sleep_pod,
+    show_log: false,
+    dormant: true,
+};
+const COUNTER_LOOP: Workload = Workload {
+    what: "counter loop (busybox:1.28, the logging page's `echo \"$i: $(date)\"; sleep 1` loop)",
+    prefix: "counter",
+    body: counter_pod,
+    show_log: true,
+    dormant: true,
+};
+const HTTP_PROBES: Workload = Workload {
+    what: "HTTP liveness probes (nginx, httpGet / on 80 every 1 s)",
+    prefix: "http-probe",
+    body: http_probe_pod,
+    show_log: false,
+    dormant: false,
+};
+const EXEC_PROBES: Workload = Workload {
+    what: "exec liveness probes (busybox `touch /tmp/healthy; sleep 3600`, `cat /tmp/healthy` every 1 s)",
+    prefix: "exec-probe",
+    body: exec_probe_pod,
+    show_log: false,
+    dormant: false,
+};
+
+/// Run `pods` pods of `w` on a fresh cluster and print the figures.
 async fn workload(
-    what: &str,
+    w: &Workload,
     pods: usize,
     nodes: usize,
     window: Duration,
-    prefix: &'static str,
-    body: fn(&str) -> Value,
-    check: bool,
     dormant: bool,
 ) -> Result<()> {
     if pods == 0 {
         return Ok(());
     }
     let cluster = Cluster::start(nodes, pods.div_ceil(nodes).max(110)).await?;
+    let (body, prefix) = (w.body, w.prefix);
+    let dormant = dormant && w.dormant;
     let r = if dormant {
         let with_probe = move |name: &str| {
             let mut pod = body(name);
@@ -329,12 +369,12 @@ async fn workload(
         run(&cluster, pods, nodes, window, prefix, body).await?
     };
     let what = if dormant {
-        format!("{what}, with a dormant liveness probe")
+        format!("{}, with a dormant liveness probe", w.what)
     } else {
-        what.to_string()
+        w.what.to_string()
     };
     print(&what, pods, nodes, window, &r);
-    if check {
+    if w.show_log {
         let url = &cluster.server.url;
         let last = format!("{prefix}-{}", pods - 1);
         let log = cluster
@@ -367,48 +407,13 @@ pub async fn bench_containers(
     window: Duration,
     dormant: bool,
 ) -> Result<()> {
-    workload(
-        "sleeping containers (busybox:1.28 `sleep 3600`; the baseline)",
-        sleep_pods,
-        nodes,
-        window,
-        "sleep",
-        sleep_pod,
-        false,
-        dormant,
-    )
-    .await?;
-    workload(
-        "counter loop (busybox:1.28, the logging page's `echo \"$i: $(date)\"; sleep 1` loop)",
-        counter_pods,
-        nodes,
-        window,
-        "counter",
-        counter_pod,
-        true,
-        dormant,
-    )
-    .await?;
-    workload(
-        "HTTP liveness probes (nginx, httpGet / on 80 every 1 s)",
-        probe_pods,
-        nodes,
-        window,
-        "http-probe",
-        http_probe_pod,
-        false,
-        false,
-    )
-    .await?;
-    workload(
-        "exec liveness probes (busybox `touch /tmp/healthy; sleep 3600`, `cat /tmp/healthy` every 1 s)",
-        exec_probe_pods,
-        nodes,
-        window,
-        "exec-probe",
-        exec_probe_pod,
-        false,
-        false,
-    )
-    .await
+    for (w, pods) in [
+        (&SLEEP, sleep_pods),
+        (&COUNTER_LOOP, counter_pods),
+        (&HTTP_PROBES, probe_pods),
+        (&EXEC_PROBES, exec_probe_pods),
+    ] {
+        workload(w, pods, nodes, window, dormant).await?;
+    }
+    Ok(())
 }
