@@ -15,7 +15,7 @@ use tokio::process::{Child, Command};
 use crate::{binary, create_many, pod, rss_kib, start_apiserver};
 
 /// CPU time (user + system) a process has used so far.
-fn cpu_time(pid: u32) -> Result<Duration> {
+pub(crate) fn cpu_time(pid: u32) -> Result<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     // Fields after the command name (which may hold spaces) start at the state, field 3.
     let rest = stat.rsplit_once(')').context("stat format")?.1;
@@ -36,7 +36,7 @@ fn cpu_time(pid: u32) -> Result<Duration> {
     Ok(Duration::from_millis(ticks * 1000 / hz))
 }
 
-fn terminate(child: &Child) {
+pub(crate) fn terminate(child: &Child) {
     if let Some(pid) = child.id() {
         let _ = std::process::Command::new("kill")
             .arg(pid.to_string())
@@ -75,7 +75,7 @@ async fn cold_start(nodes: usize) -> Result<Duration> {
     took.context("tinykube up printed no export line")
 }
 
-async fn ready_nodes(http: &reqwest::Client, url: &str) -> Result<usize> {
+pub(crate) async fn ready_nodes(http: &reqwest::Client, url: &str) -> Result<usize> {
     let list: Value = http
         .get(format!("{url}/api/v1/nodes"))
         .send()

@@ -1,6 +1,7 @@
 //! tinykube-bench: starts the real binaries and prints performance figures with their workload,
 //! so runs can be compared over time and against upstream Kubernetes on the same machine.
 
+mod containers;
 mod custom;
 mod kubelet;
 mod scheduler;
@@ -78,6 +79,33 @@ enum Bench {
         #[arg(long, default_value_t = 30)]
         rest_seconds: u64,
     },
+    /// Simulated containers: the kubelet's CPU and RSS with pods running the logging page's
+    /// counter loop, and with pods whose liveness probes fire every second.
+    Containers {
+        /// Pods that only sleep, with no probe: the baseline the others are read against
+        /// (0 skips).
+        #[arg(long, default_value_t = 0)]
+        sleep_pods: usize,
+        /// Pods running the counter loop (0 skips).
+        #[arg(long, default_value_t = 10_000)]
+        counter_pods: usize,
+        /// nginx pods with an HTTP liveness probe every second (0 skips).
+        #[arg(long, default_value_t = 1000)]
+        probe_pods: usize,
+        /// busybox pods with an exec liveness probe every second (0 skips).
+        #[arg(long, default_value_t = 1000)]
+        exec_probe_pods: usize,
+        /// Nodes simulated by the one kubelet (the pods are bound to them round-robin).
+        #[arg(long, default_value_t = 100)]
+        nodes: usize,
+        /// Seconds over which CPU is measured once every pod is Running.
+        #[arg(long, default_value_t = 30)]
+        window_seconds: u64,
+        /// Give the sleeping and counter containers a liveness probe that does not fire during
+        /// the run (initialDelaySeconds of a day).
+        #[arg(long)]
+        dormant_probe: bool,
+    },
 }
 
 fn binary(name: &str) -> Result<PathBuf> {
@@ -137,9 +165,10 @@ async fn create_many(
     total: usize,
     clients: usize,
     prefix: &str,
-    body: fn(&str) -> Value,
+    body: impl Fn(&str) -> Value + Send + Sync + 'static,
 ) -> Result<f64> {
     let http = reqwest::Client::new();
+    let body = Arc::new(body);
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let start = Instant::now();
     let mut tasks = Vec::new();
@@ -148,6 +177,7 @@ async fn create_many(
         let next = next.clone();
         let target = format!("{url}{path}");
         let prefix = prefix.to_string();
+        let body = body.clone();
         tasks.push(tokio::spawn(async move {
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -156,7 +186,7 @@ async fn create_many(
                 }
                 let resp = http
                     .post(&target)
-                    .json(&body(&format!("{prefix}-{i}")))
+                    .json(&(*body)(&format!("{prefix}-{i}")))
                     .send()
                     .await?;
                 if resp.status().as_u16() != 201 {
@@ -331,5 +361,25 @@ async fn main() -> Result<()> {
             pods,
             rest_seconds,
         } => kubelet::bench_kubelet(runs, nodes, pods, Duration::from_secs(rest_seconds)).await,
+        Bench::Containers {
+            sleep_pods,
+            counter_pods,
+            probe_pods,
+            exec_probe_pods,
+            nodes,
+            window_seconds,
+            dormant_probe,
+        } => {
+            containers::bench_containers(
+                sleep_pods,
+                counter_pods,
+                probe_pods,
+                exec_probe_pods,
+                nodes,
+                Duration::from_secs(window_seconds),
+                dormant_probe,
+            )
+            .await
+        }
     }
 }
