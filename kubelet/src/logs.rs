@@ -31,9 +31,14 @@ pub struct RunLog {
     bytes: usize,
     /// A line written without its newline yet, per stream.
     partial: [String; 2],
-    /// New lines for followers; `None` once the run has ended.
+    /// New lines for followers, made when the first one comes (its buffer is most of a
+    /// quiet container's memory otherwise).
     tx: Option<broadcast::Sender<LogLine>>,
+    ended: bool,
 }
+
+/// Lines a slow follower may fall behind by.
+const FOLLOW_BUFFER: usize = 256;
 
 impl Default for RunLog {
     fn default() -> Self {
@@ -41,7 +46,8 @@ impl Default for RunLog {
             lines: VecDeque::new(),
             bytes: 0,
             partial: [String::new(), String::new()],
-            tx: Some(broadcast::channel(1024).0),
+            tx: None,
+            ended: false,
         }
     }
 }
@@ -54,18 +60,27 @@ impl RunLog {
 
     /// Whether the run has ended (a follower stops after the lines it has).
     pub fn ended(&self) -> bool {
-        self.tx.is_none()
+        self.ended
     }
 
     /// Receive the lines written from now on; `None` when the run has ended.
-    pub fn subscribe(&self) -> Option<broadcast::Receiver<LogLine>> {
-        self.tx.as_ref().map(|t| t.subscribe())
+    pub fn subscribe(&mut self) -> Option<broadcast::Receiver<LogLine>> {
+        if self.ended {
+            return None;
+        }
+        let tx = self
+            .tx
+            .get_or_insert_with(|| broadcast::channel(FOLLOW_BUFFER).0);
+        Some(tx.subscribe())
     }
 
     fn push(&mut self, line: LogLine) {
         self.bytes += line.text.len() + LINE_OVERHEAD;
         if let Some(tx) = &self.tx {
-            let _ = tx.send(line.clone());
+            if tx.send(line.clone()).is_err() {
+                // Every follower has gone: drop the buffer until the next one.
+                self.tx = None;
+            }
         }
         self.lines.push_back(line);
         while self.bytes > MAX_RUN_BYTES {
@@ -104,6 +119,7 @@ impl RunLog {
             }
         }
         self.tx = None;
+        self.ended = true;
     }
 }
 

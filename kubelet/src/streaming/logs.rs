@@ -179,9 +179,10 @@ pub(crate) async fn container_logs(
     };
     let now = SystemTime::now();
     let (lines, follower) = {
-        let logs = handle.lock();
+        let mut logs = handle.lock();
+        let logs = &mut *logs;
         let run = if q.previous {
-            match &logs.previous {
+            match &mut logs.previous {
                 Some(r) => r,
                 None => {
                     return text(
@@ -193,7 +194,7 @@ pub(crate) async fn container_logs(
                 }
             }
         } else {
-            &logs.current
+            &mut logs.current
         };
         // Taken under one lock: no line is both in the snapshot and followed, none is missed.
         let follower = if q.follow { run.subscribe() } else { None };
