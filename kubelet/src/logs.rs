@@ -25,7 +25,7 @@ pub struct LogLine {
 }
 
 /// The log of one run of a container.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct RunLog {
     lines: VecDeque<LogLine>,
     bytes: usize,
@@ -39,18 +39,6 @@ pub struct RunLog {
 
 /// Lines a slow follower may fall behind by.
 const FOLLOW_BUFFER: usize = 256;
-
-impl Default for RunLog {
-    fn default() -> Self {
-        RunLog {
-            lines: VecDeque::new(),
-            bytes: 0,
-            partial: [String::new(), String::new()],
-            tx: None,
-            ended: false,
-        }
-    }
-}
 
 impl RunLog {
     /// The lines kept, oldest first.

@@ -48,13 +48,28 @@ async fn make(
     host_paths: &(dyn Fn(&str) -> Volume + Send + Sync),
 ) -> Result<Volume, String> {
     if let Some(cm) = &v.config_map {
-        let files =
-            config_map_files(client, ns, &cm.name, cm.items.as_deref(), cm.optional).await?;
+        let files = keyed_volume_files(
+            client,
+            ns,
+            &cm.name,
+            cm.items.as_deref(),
+            cm.optional,
+            Keyed::ConfigMap,
+        )
+        .await?;
         return Ok(Volume::from_files(files));
     }
     if let Some(s) = &v.secret {
         let name = s.secret_name.clone().unwrap_or_default();
-        let files = secret_files(client, ns, &name, s.items.as_deref(), s.optional).await?;
+        let files = keyed_volume_files(
+            client,
+            ns,
+            &name,
+            s.items.as_deref(),
+            s.optional,
+            Keyed::Secret,
+        )
+        .await?;
         return Ok(Volume::from_files(files));
     }
     if let Some(d) = &v.downward_api {
@@ -99,13 +114,28 @@ async fn projected_part(
         {
             if let Some(cm) = &src.config_map {
                 files.extend(
-                    config_map_files(client, ns, &cm.name, cm.items.as_deref(), cm.optional)
-                        .await?,
+                    keyed_volume_files(
+                        client,
+                        ns,
+                        &cm.name,
+                        cm.items.as_deref(),
+                        cm.optional,
+                        Keyed::ConfigMap,
+                    )
+                    .await?,
                 );
             }
             if let Some(s) = &src.secret {
                 files.extend(
-                    secret_files(client, ns, &s.name, s.items.as_deref(), s.optional).await?,
+                    keyed_volume_files(
+                        client,
+                        ns,
+                        &s.name,
+                        s.items.as_deref(),
+                        s.optional,
+                        Keyed::Secret,
+                    )
+                    .await?,
                 );
             }
             if let Some(d) = &src.downward_api {
@@ -145,60 +175,63 @@ fn keyed_files(
     }
 }
 
-async fn config_map_files(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    items: Option<&[KeyToPath]>,
-    optional: Option<bool>,
-) -> Result<Vec<(String, Vec<u8>)>, String> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    let cm = match api.get_opt(name).await.map_err(|e| e.to_string())? {
-        Some(cm) => cm,
-        None if optional == Some(true) => return Ok(Vec::new()),
-        None => return Err(not_found("configmap", name)),
-    };
-    let mut data: BTreeMap<String, Vec<u8>> = cm
-        .data
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| (k, v.into_bytes()))
-        .collect();
-    data.extend(
-        cm.binary_data
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k, v.0)),
-    );
-    Ok(keyed_files(data, items))
+/// Which object's keys a volume shows.
+#[derive(Clone, Copy)]
+enum Keyed {
+    ConfigMap,
+    Secret,
 }
 
-async fn secret_files(
+/// The keys of a ConfigMap (`data` and `binaryData`) or Secret (`data`, `stringData`) as bytes;
+/// `None` when it does not exist.
+async fn keys_of(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    kind: Keyed,
+) -> Result<Option<BTreeMap<String, Vec<u8>>>, String> {
+    let text = |m: Option<BTreeMap<String, String>>| {
+        m.unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes()))
+    };
+    let bytes = |m: Option<BTreeMap<String, k8s_openapi::ByteString>>| {
+        m.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0))
+    };
+    Ok(match kind {
+        Keyed::ConfigMap => Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .get_opt(name)
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|cm| text(cm.data).chain(bytes(cm.binary_data)).collect()),
+        Keyed::Secret => Api::<Secret>::namespaced(client.clone(), ns)
+            .get_opt(name)
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|s| bytes(s.data).chain(text(s.string_data)).collect()),
+    })
+}
+
+/// The files of a ConfigMap or Secret volume (or projection).
+async fn keyed_volume_files(
     client: &Client,
     ns: &str,
     name: &str,
     items: Option<&[KeyToPath]>,
     optional: Option<bool>,
+    kind: Keyed,
 ) -> Result<Vec<(String, Vec<u8>)>, String> {
-    let api: Api<Secret> = Api::namespaced(client.clone(), ns);
-    let s = match api.get_opt(name).await.map_err(|e| e.to_string())? {
-        Some(s) => s,
-        None if optional == Some(true) => return Ok(Vec::new()),
-        None => return Err(not_found("secret", name)),
-    };
-    let mut data: BTreeMap<String, Vec<u8>> = s
-        .data
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| (k, v.0))
-        .collect();
-    data.extend(
-        s.string_data
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k, v.into_bytes())),
-    );
-    Ok(keyed_files(data, items))
+    match keys_of(client, ns, name, kind).await? {
+        Some(data) => Ok(keyed_files(data, items)),
+        None if optional == Some(true) => Ok(Vec::new()),
+        None => Err(not_found(
+            match kind {
+                Keyed::ConfigMap => "configmap",
+                Keyed::Secret => "secret",
+            },
+            name,
+        )),
+    }
 }
 
 /// A token of the pod's ServiceAccount bound to the pod, from the TokenRequest API.

@@ -70,19 +70,33 @@ fn negotiated(ws: &WebSocketUpgrade) -> Protocol {
     })
 }
 
+/// The WebSocket upgrade of an exec or attach request, with its protocol; `Err` is the answer
+/// refusing it.
+type WsRejection = axum::extract::ws::rejection::WebSocketUpgradeRejection;
+
+fn upgrade(
+    raw: Option<String>,
+    ws: Result<WebSocketUpgrade, WsRejection>,
+) -> Result<(ExecQuery, WebSocketUpgrade, Protocol), Box<Response>> {
+    let q = ExecQuery::parse(raw.as_deref()).map_err(|e| Box::new(bad_request(e)))?;
+    let Ok(ws) = ws else {
+        return Err(Box::new(not_upgraded()));
+    };
+    let ws = ws.protocols(channel::PROTOCOLS.iter().copied());
+    let proto = negotiated(&ws);
+    Ok((q, ws, proto))
+}
+
 pub(crate) async fn exec(
     State(k): State<Arc<Kubelet>>,
     Path((namespace, pod, container)): Path<(String, String, String)>,
     RawQuery(raw): RawQuery,
-    ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+    ws: Result<WebSocketUpgrade, WsRejection>,
 ) -> Response {
-    let q = match ExecQuery::parse(raw.as_deref()) {
-        Ok(q) => q,
-        Err(e) => return bad_request(e),
+    let (q, ws, proto) = match upgrade(raw, ws) {
+        Ok(u) => u,
+        Err(refused) => return *refused,
     };
-    let Ok(ws) = ws else { return not_upgraded() };
-    let ws = ws.protocols(channel::PROTOCOLS.iter().copied());
-    let proto = negotiated(&ws);
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let (stdin_tx, stdin_rx) = match q.stdin {
         true => {
@@ -104,13 +118,9 @@ pub(crate) async fn exec(
         Ok(run) => Ok(run),
     };
     ws.on_upgrade(move |socket| async move {
-        let session = Session {
-            socket,
-            proto,
-            query: q,
-            line: Default::default(),
-        };
-        session.exec(started, stdin_tx, out_rx).await
+        Session::new(socket, proto, q)
+            .exec(started, stdin_tx, out_rx)
+            .await
     })
 }
 
@@ -118,15 +128,12 @@ pub(crate) async fn attach(
     State(k): State<Arc<Kubelet>>,
     Path((namespace, pod, container)): Path<(String, String, String)>,
     RawQuery(raw): RawQuery,
-    ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+    ws: Result<WebSocketUpgrade, WsRejection>,
 ) -> Response {
-    let q = match ExecQuery::parse(raw.as_deref()) {
-        Ok(q) => q,
-        Err(e) => return bad_request(e),
+    let (q, ws, proto) = match upgrade(raw, ws) {
+        Ok(u) => u,
+        Err(refused) => return *refused,
     };
-    let Ok(ws) = ws else { return not_upgraded() };
-    let ws = ws.protocols(channel::PROTOCOLS.iter().copied());
-    let proto = negotiated(&ws);
     let logs = match k.container_logs(&namespace, &pod, &container) {
         Err(e @ StreamError::PodNotFound { .. }) => {
             return (super::status_of(&e), e.to_string()).into_response()
@@ -134,15 +141,7 @@ pub(crate) async fn attach(
         Err(e) => Err(format!("error attaching to container: {e}")),
         Ok(h) => Ok(h),
     };
-    ws.on_upgrade(move |socket| async move {
-        let session = Session {
-            socket,
-            proto,
-            query: q,
-            line: Default::default(),
-        };
-        session.attach(logs).await
-    })
+    ws.on_upgrade(move |socket| async move { Session::new(socket, proto, q).attach(logs).await })
 }
 
 /// One upgraded connection.
@@ -155,6 +154,15 @@ struct Session {
 }
 
 impl Session {
+    fn new(socket: WebSocket, proto: Protocol, query: ExecQuery) -> Session {
+        Session {
+            socket,
+            proto,
+            query,
+            line: Default::default(),
+        }
+    }
+
     async fn send(&mut self, ch: u8, data: &[u8]) -> bool {
         let msg = match channel::encode(self.proto, ch, data) {
             Frame::Binary(b) => Message::Binary(b.into()),
