@@ -34,6 +34,8 @@ pub struct RunLog {
     /// New lines for followers, made when the first one comes (its buffer is most of a
     /// quiet container's memory otherwise).
     tx: Option<broadcast::Sender<LogLine>>,
+    /// What the process writes, as it writes it (partial lines included), for `attach`.
+    tap: Option<broadcast::Sender<(Stream, String)>>,
     ended: bool,
 }
 
@@ -79,8 +81,25 @@ impl RunLog {
         }
     }
 
+    /// Receive what the process writes from now on, as it writes it; `None` when the run has
+    /// ended.
+    pub fn tap(&mut self) -> Option<broadcast::Receiver<(Stream, String)>> {
+        if self.ended {
+            return None;
+        }
+        let tx = self
+            .tap
+            .get_or_insert_with(|| broadcast::channel(FOLLOW_BUFFER).0);
+        Some(tx.subscribe())
+    }
+
     /// Append what a process wrote: complete lines are kept, the rest waits for its newline.
     pub fn write(&mut self, at: SystemTime, stream: Stream, text: &str) {
+        if let Some(tap) = &self.tap {
+            if tap.send((stream, text.to_string())).is_err() {
+                self.tap = None;
+            }
+        }
         let slot = match stream {
             Stream::Stdout => 0,
             Stream::Stderr => 1,
@@ -107,6 +126,7 @@ impl RunLog {
             }
         }
         self.tx = None;
+        self.tap = None;
         self.ended = true;
     }
 }

@@ -2,7 +2,8 @@
 //! `kubectl logs -f counter` (a new line each second), and `kubectl exec -it counter -- sh`
 //! driven through a pseudo-terminal (`script`): the prompt, the echo of what is typed, line
 //! editing, a command's output, and `exit 4` ending the session with kubectl's
-//! `command terminated with exit code 4`.
+//! `command terminated with exit code 4`; and `kubectl run -it … -- sh`, attached to the
+//! container's own shell.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
@@ -71,40 +72,17 @@ fn follow_the_counter_and_type_in_a_shell() {
         "the lines came one a second"
     );
 
-    // kubectl exec -it through a pseudo-terminal.
-    let mut shell = Command::new("script")
-        .args(["-qec", "kubectl exec -it counter -- sh", "/dev/null"])
-        .env("KUBECONFIG", server.kubeconfig())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("script (util-linux) runs");
-    let mut stdin = shell.stdin.take().unwrap();
-    let typing = std::thread::spawn(move || {
-        // Wait for kubectl to put the terminal in raw mode, then type.
-        std::thread::sleep(Duration::from_secs(2));
-        for keys in [
+    // kubectl exec -it through a pseudo-terminal (typing once kubectl has the terminal raw).
+    let (screen, status) = type_into(
+        &server,
+        "kubectl exec -it counter -- sh",
+        &[
             "echo hello from $(hostname)\r",
             "lx\x7fs /tmp\r",
             "exit 4\r",
-        ] {
-            let _ = stdin.write_all(keys.as_bytes());
-            let _ = stdin.flush();
-            std::thread::sleep(Duration::from_millis(500));
-        }
-        std::thread::sleep(Duration::from_secs(2));
-    });
-    let mut out = String::new();
-    shell
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    let status = shell.wait().unwrap();
-    typing.join().unwrap();
-    let screen = out.replace('\r', "");
+        ],
+        2,
+    );
     assert!(screen.contains("/ # "), "the prompt: {screen:?}");
     assert!(screen.contains("hello from counter\n"), "{screen:?}");
     // What was typed is echoed, with the backspace's erase.
@@ -114,4 +92,58 @@ fn follow_the_counter_and_type_in_a_shell() {
         "{screen:?}"
     );
     assert_eq!(status.code(), Some(4), "{screen:?}");
+
+    // kubectl run -it: a container with a TTY and stdin, attached to as it starts.
+    let (screen, _) = type_into(
+        &server,
+        "kubectl run -it box --image=busybox --restart=Never --overrides='{\"spec\":{\"nodeName\":\"worker0\"}}' -- sh",
+        &["echo hi from $(hostname)\r", "exit 5\r"],
+        6,
+    );
+    assert!(
+        screen.contains("If you don't see a command prompt, try pressing enter."),
+        "{screen:?}"
+    );
+    assert!(screen.contains("hi from box\n"), "{screen:?}");
+    assert!(
+        screen.contains("pod default/box terminated (Error)"),
+        "{screen:?}"
+    );
+}
+
+/// Run `command` in a pseudo-terminal, type `keys` after `wait` seconds (half a second
+/// apart): the screen (without carriage returns) and the exit status.
+fn type_into(
+    server: &ApiServer,
+    command: &str,
+    keys: &'static [&'static str],
+    wait: u64,
+) -> (String, std::process::ExitStatus) {
+    let mut term = Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .env("KUBECONFIG", server.kubeconfig())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs");
+    let mut stdin = term.stdin.take().unwrap();
+    let typing = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(wait));
+        for k in keys {
+            let _ = stdin.write_all(k.as_bytes());
+            let _ = stdin.flush();
+            std::thread::sleep(Duration::from_millis(700));
+        }
+        std::thread::sleep(Duration::from_secs(3));
+    });
+    let mut out = String::new();
+    term.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = term.wait().unwrap();
+    typing.join().unwrap();
+    (out.replace('\r', ""), status)
 }

@@ -239,6 +239,42 @@ impl Kubelet {
         Ok(h.logs_of(container))
     }
 
+    /// The stdin of a running container that has one (`stdin: true`), and whether it closes
+    /// when the first attach ends (`stdinOnce`).
+    pub(crate) fn attach_stdin(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+    ) -> Option<(mpsc::Sender<String>, bool)> {
+        let h = self.find_pod(namespace, pod).ok()?;
+        let once = h
+            .pod
+            .spec
+            .iter()
+            .flat_map(|s| s.containers.iter())
+            .find(|c| c.name == container)
+            .and_then(|c| c.stdin_once)
+            .unwrap_or(false);
+        let tx = h
+            .stdin
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(container)
+            .cloned()?;
+        Some((tx, once))
+    }
+
+    /// Close a container's stdin (the end of the attach of a `stdinOnce` container).
+    pub(crate) fn close_stdin(&self, namespace: &str, pod: &str, container: &str) {
+        if let Ok(h) = self.find_pod(namespace, pod) {
+            h.stdin
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(container);
+        }
+    }
+
     /// Start `argv` in a running container; the future is the command, ending in its exit
     /// code.
     pub(crate) fn exec(

@@ -49,6 +49,8 @@ pub(crate) struct PodHandle {
     pub done: CancellationToken,
     pub logs: Mutex<std::collections::HashMap<String, LogHandle>>,
     pub live: Mutex<std::collections::HashMap<String, Live>>,
+    /// The stdin of the current run of each container with `stdin: true` (for `attach`).
+    pub stdin: Mutex<std::collections::HashMap<String, mpsc::Sender<String>>>,
     pub network: Arc<PodNetwork>,
     pub host_ip: String,
     /// Events are recorded (a lone node; simulated nodes save the writes).
@@ -87,6 +89,7 @@ impl PodHandle {
             done: CancellationToken::new(),
             logs: Default::default(),
             live: Default::default(),
+            stdin: Default::default(),
             network,
             host_ip,
             events,
@@ -581,10 +584,16 @@ async fn run_once(
     let signals = Arc::new(Signals::default());
     let usage = Arc::new(Usage::default());
     let logs = h.logs_of(&name);
+    // A container with `stdin: true` reads what `kubectl attach` types.
+    let stdin = c.stdin.unwrap_or(false).then(|| {
+        let (tx, rx) = mpsc::channel(64);
+        lock(&h.stdin).insert(name.clone(), tx);
+        rx
+    });
     let mut host = KubeletHost {
         signals: signals.clone(),
         output: Output::Log(logs.clone()),
-        stdin: None,
+        stdin,
         network: h.network.clone(),
         place: place.clone(),
         usage: usage.clone(),
@@ -683,6 +692,7 @@ async fn run_once(
     probe_task.abort();
     place.listeners.close(run_id);
     lock(&h.live).remove(&name);
+    lock(&h.stdin).remove(&name);
     let finished_at = crate::now();
     logs.lock().current.end(std::time::SystemTime::now());
     h.update(|run| {

@@ -1,8 +1,8 @@
 //! `/exec/{namespace}/{pod}/{container}?command=…&stdin=1&stdout=1&stderr=1&tty=1` and
 //! `/attach/…`: a WebSocket session speaking one of the channel protocols ([`super::channel`]).
 //! Exec runs the command through [`Kubelet::exec`] and ends with its status on channel 3;
-//! attach streams what the container writes from now on until its run ends (its stdin is not
-//! reachable through the runner, so input is read and dropped).
+//! attach streams what the container writes from now on until its run ends and, for a
+//! container with `stdin: true`, hands what is typed to its main process.
 
 use std::sync::Arc;
 
@@ -141,7 +141,19 @@ pub(crate) async fn attach(
         Err(e) => Err(format!("error attaching to container: {e}")),
         Ok(h) => Ok(h),
     };
-    ws.on_upgrade(move |socket| async move { Session::new(socket, proto, q).attach(logs).await })
+    let stdin = q
+        .stdin
+        .then(|| k.attach_stdin(&namespace, &pod, &container))
+        .flatten();
+    ws.on_upgrade(move |socket| async move {
+        let once = stdin.as_ref().is_some_and(|(_, once)| *once);
+        Session::new(socket, proto, q)
+            .attach(logs, stdin.map(|(tx, _)| tx))
+            .await;
+        if once {
+            k.close_stdin(&namespace, &pod, &container);
+        }
+    })
 }
 
 /// One upgraded connection.
@@ -271,20 +283,28 @@ impl Session {
         }
     }
 
-    async fn attach(mut self, logs: Result<LogHandle, String>) {
+    /// Relay what the container writes from now on and, when it has a stdin, what is typed,
+    /// until its run ends.
+    async fn attach(
+        mut self,
+        logs: Result<LogHandle, String>,
+        mut stdin: Option<mpsc::Sender<String>>,
+    ) {
         let handle = match logs {
             Ok(h) => h,
             Err(why) => return self.finish(Outcome::Failed(why)).await,
         };
-        let follower = handle.lock().current.subscribe();
-        let Some(mut lines) = follower else {
+        let tap = handle.lock().current.tap();
+        let Some(mut written) = tap else {
             return self.finish(Outcome::Exited(0)).await;
         };
         loop {
             tokio::select! {
-                line = lines.recv() => match line {
-                    Ok(l) => {
-                        if !self.output(l.stream, &format!("{}\n", l.text)).await {
+                out = written.recv() => match out {
+                    Ok((stream, text)) => {
+                        let text = if self.query.tty { text.replace('\n', "\r\n") } else { text };
+                        let stream = if self.query.tty { Stream::Stdout } else { stream };
+                        if !self.output(stream, &text).await {
                             return;
                         }
                     }
@@ -292,6 +312,8 @@ impl Session {
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
                 msg = self.socket.recv() => match msg {
+                    Some(Ok(Message::Binary(b))) => self.input(false, &b, &mut stdin).await,
+                    Some(Ok(Message::Text(t))) => self.input(true, t.as_bytes(), &mut stdin).await,
                     Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
                     Some(Ok(_)) => {}
                 },
