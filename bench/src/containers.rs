@@ -9,7 +9,6 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 
@@ -36,39 +35,23 @@ struct Seen {
 
 /// Follow every pod from `rv` and publish what has been seen after each event.
 async fn follow_pods(url: String, rv: String, tx: tokio::sync::watch::Sender<Seen>) -> Result<()> {
-    let resp = reqwest::Client::new()
-        .get(format!(
-            "{url}/api/v1/pods?watch=true&resourceVersion={rv}&timeoutSeconds=3600"
-        ))
-        .send()
-        .await?;
-    let mut stream = resp.bytes_stream();
-    let mut buf = Vec::new();
     let mut pods: HashMap<String, (bool, i64)> = HashMap::new();
     let mut seen = Seen::default();
-    while let Some(chunk) = stream.next().await {
-        buf.extend_from_slice(&chunk?);
-        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=pos).collect();
-            let Ok(ev) = serde_json::from_slice::<Value>(&line) else {
-                continue;
-            };
-            let pod = &ev["object"];
-            let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
-            let running = pod["status"]["phase"] == "Running";
-            let restarts = pod["status"]["containerStatuses"]
-                .as_array()
-                .map(|cs| cs.iter().filter_map(|c| c["restartCount"].as_i64()).sum())
-                .unwrap_or(0);
-            let (was_running, was_restarts) =
-                pods.insert(name, (running, restarts)).unwrap_or_default();
-            seen.running = seen.running + running as usize - was_running as usize;
-            seen.restarts += restarts - was_restarts;
-            seen.events += 1;
-            let _ = tx.send(seen);
-        }
-    }
-    Ok(())
+    crate::watch_pods(&url, &rv, 3600, |pod| {
+        let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let running = pod["status"]["phase"] == "Running";
+        let restarts = pod["status"]["containerStatuses"]
+            .as_array()
+            .map(|cs| cs.iter().filter_map(|c| c["restartCount"].as_i64()).sum())
+            .unwrap_or(0);
+        let (was_running, was_restarts) =
+            pods.insert(name, (running, restarts)).unwrap_or_default();
+        seen.running = seen.running + running as usize - was_running as usize;
+        seen.restarts += restarts - was_restarts;
+        seen.events += 1;
+        let _ = tx.send(seen);
+    })
+    .await
 }
 
 /// An API server and one kubelet simulating `nodes` nodes; both are killed when dropped.

@@ -105,34 +105,18 @@ async fn watch_progress(
     rv: &str,
     progress: tokio::sync::watch::Sender<(usize, usize)>,
 ) -> Result<()> {
-    let resp = reqwest::Client::new()
-        .get(format!(
-            "{url}/api/v1/pods?watch=true&resourceVersion={rv}&timeoutSeconds=900"
-        ))
-        .send()
-        .await?;
-    let mut stream = resp.bytes_stream();
-    let mut buf = Vec::new();
     let (mut bound, mut running) = (HashSet::new(), HashSet::new());
-    while let Some(chunk) = stream.next().await {
-        buf.extend_from_slice(&chunk?);
-        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=pos).collect();
-            let Ok(ev) = serde_json::from_slice::<Value>(&line) else {
-                continue;
-            };
-            let pod = &ev["object"];
-            let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
-            if pod["spec"]["nodeName"].is_string() {
-                bound.insert(name.clone());
-            }
-            if pod["status"]["phase"] == "Running" {
-                running.insert(name);
-            }
-            let _ = progress.send((bound.len(), running.len()));
+    crate::watch_pods(url, rv, 900, |pod| {
+        let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
+        if pod["spec"]["nodeName"].is_string() {
+            bound.insert(name.clone());
         }
-    }
-    Ok(())
+        if pod["status"]["phase"] == "Running" {
+            running.insert(name);
+        }
+        let _ = progress.send((bound.len(), running.len()));
+    })
+    .await
 }
 
 /// Lift the not-ready taint of every node (the node lifecycle controller's job).

@@ -280,6 +280,34 @@ async fn watch_latency(
     Ok((percentile(&l, 0.5), percentile(&l, 0.99), l.len()))
 }
 
+/// Watch every pod from `rv` for up to `timeout_secs`, calling `on_pod` with each event's
+/// object as it comes.
+async fn watch_pods(
+    url: &str,
+    rv: &str,
+    timeout_secs: u64,
+    mut on_pod: impl FnMut(&Value),
+) -> Result<()> {
+    let resp = reqwest::Client::new()
+        .get(format!(
+            "{url}/api/v1/pods?watch=true&resourceVersion={rv}&timeoutSeconds={timeout_secs}"
+        ))
+        .send()
+        .await?;
+    let mut stream = resp.bytes_stream();
+    let mut buf = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        buf.extend_from_slice(&chunk?);
+        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=pos).collect();
+            if let Ok(ev) = serde_json::from_slice::<Value>(&line) {
+                on_pod(&ev["object"]);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn rss_kib(pid: u32) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let line = status

@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, ObjectReference, Pod};
-use k8s_openapi::jiff::Timestamp;
 use tinykube_client::events::EventType;
 use tinykube_runtime::{Fs, Signal};
 use tokio::sync::{mpsc, Notify};
@@ -324,6 +323,8 @@ struct Ended {
     oom: bool,
     /// Stopped because the pod is stopping: no restart.
     stopped: bool,
+    /// How long the run lasted (a long one resets the back-off).
+    ran_for: Duration,
 }
 
 /// Run a container by its restart rules; the exit code it stopped with for good (`None`: the
@@ -331,7 +332,6 @@ struct Ended {
 async fn supervise(ctx: Arc<Ctx>, c: Container, kind: Kind) -> Option<i32> {
     let (k, h) = (&ctx.k, &ctx.h);
     let name = c.name.clone();
-    let image = c.image.clone().unwrap_or_default();
     let policy = match kind {
         Kind::Sidecar => "Always".to_string(),
         _ => h.run().restart_policy.clone(),
@@ -417,15 +417,7 @@ async fn supervise(ctx: Arc<Ctx>, c: Container, kind: Kind) -> Option<i32> {
         pull_events(&ctx, &c, who, first).await;
         let ended = run_once(&ctx, &c, kind, env, first).await;
         first = false;
-        let started_at = h
-            .run()
-            .get_mut(kind, &name)
-            .and_then(|cr| match &cr.state {
-                State::Terminated(e) => Some(e.started_at),
-                _ => None,
-            })
-            .unwrap_or(crate::now());
-        ran_for = Duration::try_from(crate::now().duration_since(started_at)).unwrap_or_default();
+        ran_for = ended.ran_for;
         let failed = ended.code != 0 || ended.oom;
         let restart = !ended.stopped
             && match (kind, policy.as_str()) {
@@ -447,7 +439,6 @@ async fn supervise(ctx: Arc<Ctx>, c: Container, kind: Kind) -> Option<i32> {
             }
         });
         restarting = true;
-        let _ = image.len();
     }
 }
 
@@ -624,12 +615,13 @@ async fn run_once(
         .await;
     }
     // postStart: the container is not running until it returns; a failure kills it.
-    let mut kill: Option<(String, Duration)> = None;
+    // Set when the container is to be killed, with its grace period.
+    let mut kill: Option<Duration> = None;
     if let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
         if let Err(msg) = probes::run_hook(&live, hook, &h.host_ip).await {
             h.event(k, who, EventType::Warning, "FailedPostStartHook", &msg)
                 .await;
-            kill = Some(("FailedPostStartHook".to_string(), h.grace()));
+            kill = Some(h.grace());
         }
     }
     let (tx, mut rx) = mpsc::channel::<ProbeEvent>(8);
@@ -640,8 +632,7 @@ async fn run_once(
     // Closed once the probes are done with (at once for a container without any).
     let mut probes_open = true;
     let code = loop {
-        if let Some((why, grace)) = kill.take() {
-            let _ = why;
+        if let Some(grace) = kill.take() {
             break terminate(&signals, &mut process, grace).await;
         }
         let mem_changed = usage.changed.notified();
@@ -667,7 +658,7 @@ async fn run_once(
                 }),
                 Some(ProbeEvent::Kill { message, grace }) => {
                     h.event(k, who, EventType::Normal, "Killing", &message).await;
-                    kill = Some((message, grace.unwrap_or_else(|| h.grace())));
+                    kill = Some(grace.unwrap_or_else(|| h.grace()));
                 }
                 None => probes_open = false,
             },
@@ -701,7 +692,7 @@ async fn run_once(
                 exit_code: code,
                 reason: Exit::reason_for(code, oom).into(),
                 message: None,
-                started_at: started_at_of(started_at),
+                started_at,
                 finished_at,
                 container_id: id.clone(),
             });
@@ -709,11 +700,13 @@ async fn run_once(
             cr.started = false;
         }
     });
-    Ended { code, oom, stopped }
-}
-
-fn started_at_of(t: Timestamp) -> Timestamp {
-    t
+    let ran_for = Duration::try_from(finished_at.duration_since(started_at)).unwrap_or_default();
+    Ended {
+        code,
+        oom,
+        stopped,
+        ran_for,
+    }
 }
 
 /// SIGTERM, then SIGKILL once `grace` has passed; the exit code.

@@ -66,19 +66,19 @@ pub(crate) async fn run(
         return;
     }
     if let Some(p) = &c.startup_probe {
-        if !probe_loop(&ctx, &c, &live, Which::Startup, p, &tx).await {
+        if !probe_loop(&ctx, &c, kind, &live, Which::Startup, p, &tx).await {
             return;
         }
         let _ = tx.send(ProbeEvent::Started).await;
     }
     let liveness = async {
         if let Some(p) = &c.liveness_probe {
-            probe_loop(&ctx, &c, &live, Which::Liveness, p, &tx).await;
+            probe_loop(&ctx, &c, kind, &live, Which::Liveness, p, &tx).await;
         }
     };
     let readiness = async {
         if let Some(p) = &c.readiness_probe {
-            probe_loop(&ctx, &c, &live, Which::Readiness, p, &tx).await;
+            probe_loop(&ctx, &c, kind, &live, Which::Readiness, p, &tx).await;
         }
     };
     futures::join!(liveness, readiness);
@@ -89,6 +89,7 @@ pub(crate) async fn run(
 async fn probe_loop(
     ctx: &Ctx,
     c: &Container,
+    kind: Kind,
     live: &Live,
     which: Which,
     p: &Probe,
@@ -126,7 +127,7 @@ async fn probe_loop(
                 ctx.h
                     .event(
                         &ctx.k,
-                        Some((&c.name, Kind::App)),
+                        Some((&c.name, kind)),
                         EventType::Warning,
                         "Unhealthy",
                         &text,
