@@ -5,10 +5,12 @@
 use k8s_openapi::api::admissionregistration::v1 as admissionregistration;
 use k8s_openapi::api::authentication::v1 as authentication;
 use k8s_openapi::api::authorization::v1 as authorization;
+use k8s_openapi::api::batch::v1 as batch;
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::api::networking::v1 as networking;
 use k8s_openapi::api::node::v1 as node;
 use k8s_openapi::api::rbac::v1 as rbac;
+use k8s_openapi::api::storage::v1 as storage;
 use k8s_openapi::api::{apps::v1 as apps, coordination::v1 as coordination, core::v1 as core};
 use k8s_openapi::api::{events::v1 as events, policy::v1 as policy, scheduling::v1 as scheduling};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as crd;
@@ -45,10 +47,17 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("", "ServiceAccount") => through::<core::ServiceAccount>(obj),
         ("", "Service") => through::<core::Service>(obj),
         ("", "Endpoints") => through::<core::Endpoints>(obj),
+        ("", "PersistentVolume") => through::<core::PersistentVolume>(obj),
+        ("", "PersistentVolumeClaim") => through::<core::PersistentVolumeClaim>(obj),
+        ("", "ReplicationController") => through::<core::ReplicationController>(obj),
         ("apps", "Deployment") => through::<apps::Deployment>(obj),
         ("apps", "ReplicaSet") => through::<apps::ReplicaSet>(obj),
         ("apps", "DaemonSet") => through::<apps::DaemonSet>(obj),
         ("apps", "ControllerRevision") => through::<apps::ControllerRevision>(obj),
+        ("apps", "StatefulSet") => through::<apps::StatefulSet>(obj),
+        ("batch", "Job") => through::<batch::Job>(obj),
+        ("batch", "CronJob") => through::<batch::CronJob>(obj),
+        ("storage.k8s.io", "StorageClass") => through::<storage::StorageClass>(obj),
         ("coordination.k8s.io", "Lease") => through::<coordination::Lease>(obj),
         ("events.k8s.io", "Event") => through::<events::Event>(obj),
         ("networking.k8s.io", "Ingress") => through::<networking::Ingress>(obj),

@@ -93,6 +93,9 @@ fn schemas_for(group: &str) -> Map<String, Value> {
             add::<core::ServiceAccount>(&mut gen);
             add::<core::Service>(&mut gen);
             add::<core::Endpoints>(&mut gen);
+            add::<core::PersistentVolume>(&mut gen);
+            add::<core::PersistentVolumeClaim>(&mut gen);
+            add::<core::ReplicationController>(&mut gen);
             add::<tinykube_proto::api::apimachinery::pkg::apis::meta::v1::Status>(&mut gen);
         }
         "apps" => {
@@ -100,8 +103,14 @@ fn schemas_for(group: &str) -> Map<String, Value> {
             add::<apps::ReplicaSet>(&mut gen);
             add::<apps::DaemonSet>(&mut gen);
             add::<apps::ControllerRevision>(&mut gen);
+            add::<apps::StatefulSet>(&mut gen);
             add::<tinykube_proto::api::api::autoscaling::v1::Scale>(&mut gen);
         }
+        "batch" => {
+            add::<tinykube_proto::api::api::batch::v1::CronJob>(&mut gen);
+            add::<tinykube_proto::api::api::batch::v1::Job>(&mut gen);
+        }
+        "storage.k8s.io" => add::<tinykube_proto::api::api::storage::v1::StorageClass>(&mut gen),
         "coordination.k8s.io" => add::<coordination::Lease>(&mut gen),
         "events.k8s.io" => add::<events::Event>(&mut gen),
         "networking.k8s.io" => {
