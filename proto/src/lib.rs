@@ -3,6 +3,7 @@
 //! The object types themselves come from `k8s-openapi` (re-exported as [`api`]); this crate adds
 //! what the rest of the workspace shares on top of them.
 
+pub mod cron;
 pub mod duration;
 pub mod fields;
 pub mod fuzzing;
