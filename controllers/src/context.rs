@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
     ConfigMap, Endpoints, Namespace, Node, Pod, Service, ServiceAccount,
@@ -98,6 +99,8 @@ pub struct Context {
     pub endpoints: Shared<Endpoints>,
     pub endpointslices: Shared<EndpointSlice>,
     pub clusterroles: Shared<ClusterRole>,
+    pub jobs: Shared<Job>,
+    pub cronjobs: Shared<CronJob>,
     /// Host name for event sources.
     pub host: String,
     recorders: Mutex<HashMap<String, Arc<EventRecorder>>>,
@@ -158,6 +161,8 @@ impl Context {
             endpoints: Shared::new(&client),
             endpointslices: Shared::new(&client),
             clusterroles: Shared::new(&client),
+            jobs: Shared::new(&client),
+            cronjobs: Shared::new(&client),
             client,
             host,
             recorders: Mutex::new(HashMap::new()),
@@ -194,6 +199,8 @@ impl Context {
             self.endpoints.take_if_used(),
             self.endpointslices.take_if_used(),
             self.clusterroles.take_if_used(),
+            self.jobs.take_if_used(),
+            self.cronjobs.take_if_used(),
         ]
         .into_iter()
         .flatten()

@@ -10,6 +10,7 @@
 
 pub mod clusterroleaggregation;
 pub mod context;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
@@ -29,6 +30,7 @@ pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod ttl;
+pub mod ttlafterfinished;
 pub mod util;
 pub mod workqueue;
 

@@ -44,6 +44,10 @@ pub const CONTROLLERS: &[Entry] = &[
         start: Some(crate::daemonset::start),
     },
     Entry {
+        name: "cronjob",
+        start: Some(crate::cronjob::start),
+    },
+    Entry {
         name: "garbagecollector",
         start: Some(crate::garbagecollector::start),
     },
@@ -62,6 +66,10 @@ pub const CONTROLLERS: &[Entry] = &[
     Entry {
         name: "ttl",
         start: Some(crate::ttl::start),
+    },
+    Entry {
+        name: "ttl-after-finished",
+        start: Some(crate::ttlafterfinished::start),
     },
     Entry {
         name: "podgc",

@@ -192,16 +192,13 @@ mod tests {
                     "daemonsets.apps does not implement the scale subresource".into(),
                 )),
             ),
+            // Served with a scale subresource, but not in the caches.
+            (owner("apps/v1", "StatefulSet", "db", "x"), Ok(None)),
+            (owner("v1", "ReplicationController", "rc", "x"), Ok(None)),
             (
-                owner("apps/v1", "StatefulSet", "db", "x"),
+                owner("example.com/v1", "Widget", "w", "x"),
                 Err(BudgetError::Finder(
-                    "no matches for kind \"StatefulSet\" in version \"apps/v1\"".into(),
-                )),
-            ),
-            (
-                owner("v1", "ReplicationController", "rc", "x"),
-                Err(BudgetError::Finder(
-                    "no matches for kind \"ReplicationController\" in version \"v1\"".into(),
+                    "no matches for kind \"Widget\" in version \"example.com/v1\"".into(),
                 )),
             ),
             (
