@@ -218,7 +218,11 @@ fn finished_jobs_beyond_the_history_limits_are_deleted() {
 #[test]
 fn a_finished_job_with_a_ttl_is_deleted_when_it_expires() {
     let server = ApiServer::start().unwrap();
-    let _cm = ControllerManager::start(&server, &["--controllers=ttl-after-finished,garbagecollector"]).unwrap();
+    let _cm = ControllerManager::start(
+        &server,
+        &["--controllers=ttl-after-finished,garbagecollector"],
+    )
+    .unwrap();
     let job = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: pi-with-ttl\nspec:\n  ttlSecondsAfterFinished: 4\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: pi\n        image: perl\n";
     server.kubectl_stdin(&["apply", "-f", "-"], Some(job)).ok();
     std::thread::sleep(Duration::from_millis(500));

@@ -22,6 +22,7 @@
 //! | `liveness` (old image) | `/server` / – | agnhost's `liveness`: `/healthz` 200 for 10 s, then 500 |
 //! | `goproxy` | `/goproxy` / – | a proxy on 8080 (tcpSocket probes) |
 //! | `pause` | `/pause` / – | waits for SIGTERM, exits 0 |
+//! | `perl` | – / `perl -de0` | `perl -Mbignum=bpi -wle 'print bpi(N)'` prints π to N digits (the docs' pi Job); other programs exit 2 (`perl.rs`) |
 //! | `polinux/stress` | – / `stress` | `stress --vm/--vm-bytes/--cpu/--timeout` sets memory and CPU (`stress.rs`) |
 //! | `vish/stress` | `/stress -logtostderr` / – | `-cpus`, `-mem-total`, `-mem-alloc-size`, `-mem-alloc-sleep` |
 //! | anything else | unknown | without a command: answers HTTP 200 on each declared port until SIGTERM, exits 0 |
@@ -40,6 +41,7 @@ mod generic;
 mod httpd;
 mod netexec;
 mod nginx;
+mod perl;
 mod rootfs;
 mod stress;
 mod util;
@@ -201,6 +203,13 @@ pub static IMAGES: &[Image] = &[
         cmd: &[],
         programs: &[("pause", generic::pause)],
         root: generic::pause_root,
+    },
+    Image {
+        repos: &["perl"],
+        entrypoint: &[],
+        cmd: &["perl", "-de0"],
+        programs: &[("perl", perl::perl)],
+        root: perl::root,
     },
     Image {
         repos: &["polinux/stress"],
