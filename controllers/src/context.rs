@@ -7,10 +7,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Endpoints, Namespace, Node, Pod, Service, ServiceAccount,
+    ConfigMap, Endpoints, Namespace, Node, PersistentVolumeClaim, Pod, ReplicationController,
+    Service, ServiceAccount,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -98,6 +101,9 @@ pub struct Context {
     pub endpoints: Shared<Endpoints>,
     pub endpointslices: Shared<EndpointSlice>,
     pub clusterroles: Shared<ClusterRole>,
+    pub statefulsets: Shared<StatefulSet>,
+    pub replicationcontrollers: Shared<ReplicationController>,
+    pub persistentvolumeclaims: Shared<PersistentVolumeClaim>,
     /// Host name for event sources.
     pub host: String,
     recorders: Mutex<HashMap<String, Arc<EventRecorder>>>,
@@ -158,6 +164,9 @@ impl Context {
             endpoints: Shared::new(&client),
             endpointslices: Shared::new(&client),
             clusterroles: Shared::new(&client),
+            statefulsets: Shared::new(&client),
+            replicationcontrollers: Shared::new(&client),
+            persistentvolumeclaims: Shared::new(&client),
             client,
             host,
             recorders: Mutex::new(HashMap::new()),
@@ -194,6 +203,9 @@ impl Context {
             self.endpoints.take_if_used(),
             self.endpointslices.take_if_used(),
             self.clusterroles.take_if_used(),
+            self.statefulsets.take_if_used(),
+            self.replicationcontrollers.take_if_used(),
+            self.persistentvolumeclaims.take_if_used(),
         ]
         .into_iter()
         .flatten()

@@ -36,6 +36,10 @@ pub const CONTROLLERS: &[Entry] = &[
         start: Some(crate::replicaset::start),
     },
     Entry {
+        name: "replicationcontroller",
+        start: Some(crate::replicaset::start_rc),
+    },
+    Entry {
         name: "deployment",
         start: Some(crate::deployment::start),
     },
