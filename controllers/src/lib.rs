@@ -18,6 +18,7 @@ pub mod endpointslice;
 pub mod events;
 pub mod expectations;
 pub mod garbagecollector;
+pub mod history;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod owned;
