@@ -29,6 +29,7 @@ pub mod replicaset;
 pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod statefulset;
 pub mod ttl;
 pub mod util;
 pub mod workqueue;

@@ -48,6 +48,10 @@ pub const CONTROLLERS: &[Entry] = &[
         start: Some(crate::daemonset::start),
     },
     Entry {
+        name: "statefulset",
+        start: Some(crate::statefulset::start),
+    },
+    Entry {
         name: "garbagecollector",
         start: Some(crate::garbagecollector::start),
     },
