@@ -193,7 +193,8 @@ mod tests {
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
         };
-        let cases: Vec<(&dyn Fn(&mut Value), Vec<&str>)> = vec![
+        type Change<'a> = &'a dyn Fn(&mut Value);
+        let cases: Vec<(Change, Vec<&str>)> = vec![
             (&|_| {}, vec![]),
             (
                 &|rc| rc["spec"]["selector"] = json!({"app": "other"}),
