@@ -7,11 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Endpoints, Namespace, Node, Pod, Service, ServiceAccount,
+    ConfigMap, Endpoints, Namespace, Node, PersistentVolumeClaim, Pod, ReplicationController,
+    Service, ServiceAccount,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -101,6 +104,9 @@ pub struct Context {
     pub clusterroles: Shared<ClusterRole>,
     pub jobs: Shared<Job>,
     pub cronjobs: Shared<CronJob>,
+    pub statefulsets: Shared<StatefulSet>,
+    pub replicationcontrollers: Shared<ReplicationController>,
+    pub persistentvolumeclaims: Shared<PersistentVolumeClaim>,
     /// Host name for event sources.
     pub host: String,
     recorders: Mutex<HashMap<String, Arc<EventRecorder>>>,
@@ -163,6 +169,9 @@ impl Context {
             clusterroles: Shared::new(&client),
             jobs: Shared::new(&client),
             cronjobs: Shared::new(&client),
+            statefulsets: Shared::new(&client),
+            replicationcontrollers: Shared::new(&client),
+            persistentvolumeclaims: Shared::new(&client),
             client,
             host,
             recorders: Mutex::new(HashMap::new()),
@@ -201,6 +210,9 @@ impl Context {
             self.clusterroles.take_if_used(),
             self.jobs.take_if_used(),
             self.cronjobs.take_if_used(),
+            self.statefulsets.take_if_used(),
+            self.replicationcontrollers.take_if_used(),
+            self.persistentvolumeclaims.take_if_used(),
         ]
         .into_iter()
         .flatten()

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::{NamespaceResourceScope, Resource};
@@ -60,7 +60,7 @@ macro_rules! owner {
     )*};
 }
 
-owner!(ReplicaSet, DaemonSet, Deployment);
+owner!(ReplicaSet, DaemonSet, Deployment, StatefulSet);
 
 /// The owner of kind `O` that the controller reference in `meta` points to, if it is cached
 /// with the same uid (a recreated owner of the same name is another object).

@@ -36,6 +36,10 @@ pub const CONTROLLERS: &[Entry] = &[
         start: Some(crate::replicaset::start),
     },
     Entry {
+        name: "replicationcontroller",
+        start: Some(crate::replicaset::start_rc),
+    },
+    Entry {
         name: "deployment",
         start: Some(crate::deployment::start),
     },
@@ -46,6 +50,10 @@ pub const CONTROLLERS: &[Entry] = &[
     Entry {
         name: "cronjob",
         start: Some(crate::cronjob::start),
+    },
+    Entry {
+        name: "statefulset",
+        start: Some(crate::statefulset::start),
     },
     Entry {
         name: "garbagecollector",

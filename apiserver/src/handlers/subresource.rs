@@ -138,7 +138,18 @@ struct ScaleShape {
     spec_replicas: String,
     status_replicas: String,
     selector: Option<String>,
-    selector_is_string: bool,
+    selector_form: SelectorForm,
+}
+
+/// How a kind keeps its selector.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SelectorForm {
+    /// A metav1 LabelSelector (apps/v1 workloads).
+    LabelSelector,
+    /// A map of labels to equal (a ReplicationController's `spec.selector`).
+    Map,
+    /// Already the serialized string (a custom resource's `labelSelectorPath`).
+    String,
 }
 
 fn scale_shape(info: &ResourceInfo) -> ScaleShape {
@@ -151,13 +162,17 @@ fn scale_shape(info: &ResourceInfo) -> ScaleShape {
             spec_replicas: pointer(&paths.spec_replicas),
             status_replicas: pointer(&paths.status_replicas),
             selector: paths.label_selector.as_deref().map(pointer),
-            selector_is_string: true,
+            selector_form: SelectorForm::String,
         },
         None => ScaleShape {
             spec_replicas: "/spec/replicas".into(),
             status_replicas: "/status/replicas".into(),
             selector: Some("/spec/selector".into()),
-            selector_is_string: false,
+            selector_form: if info.group.is_empty() && info.kind == "ReplicationController" {
+                SelectorForm::Map
+            } else {
+                SelectorForm::LabelSelector
+            },
         },
     }
 }
@@ -165,17 +180,21 @@ fn scale_shape(info: &ResourceInfo) -> ScaleShape {
 fn scale_view(info: &ResourceInfo, obj: &Value) -> Value {
     let shape = scale_shape(info);
     let selector_value = shape.selector.as_deref().and_then(|p| obj.pointer(p));
-    let selector = if shape.selector_is_string {
-        selector_value
+    let selector = match shape.selector_form {
+        SelectorForm::String => selector_value
             .and_then(Value::as_str)
             .unwrap_or_default()
-            .to_string()
-    } else {
-        selector_value
+            .to_string(),
+        SelectorForm::LabelSelector => selector_value
             .and_then(|s| serde_json::from_value(s.clone()).ok())
             .and_then(|s| Selector::from_label_selector(&s).ok())
             .map(|s| s.to_string())
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        SelectorForm::Map => selector_value
+            .and_then(|m| serde_json::from_value(json!({ "matchLabels": m })).ok())
+            .and_then(|s| Selector::from_label_selector(&s).ok())
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
     };
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let mut scale_meta = serde_json::Map::new();

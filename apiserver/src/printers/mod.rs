@@ -5,6 +5,7 @@
 mod admission;
 mod cluster;
 mod config;
+mod controllers;
 pub mod custom;
 mod quota;
 mod rbac;
@@ -71,6 +72,8 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("apps", "Deployment") => "Deployment",
         ("apps", "ReplicaSet") => "ReplicaSet",
         ("apps", "DaemonSet") => "DaemonSet",
+        ("apps", "StatefulSet") => "StatefulSet",
+        ("", "ReplicationController") => "ReplicationController",
         ("apps", "ControllerRevision") => "ControllerRevision",
         ("coordination.k8s.io", "Lease") => "Lease",
         ("policy", "PodDisruptionBudget") => "PodDisruptionBudget",
@@ -118,6 +121,8 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "Deployment" => workloads::deployment(obj, now),
         "ReplicaSet" => workloads::replica_set(obj, now),
         "DaemonSet" => workloads::daemon_set(obj, now),
+        "StatefulSet" => controllers::stateful_set(obj, now),
+        "ReplicationController" => controllers::replication_controller(obj, now),
         "ControllerRevision" => cluster::controller_revision(obj, now),
         "Lease" => cluster::lease(obj, now),
         "PodDisruptionBudget" => cluster::pdb(obj, now),

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::{age, age_of, i, map_string, name, or_none, s, selector_string};
 
-fn containers_and_images(obj: &Value) -> (String, String) {
+pub(super) fn containers_and_images(obj: &Value) -> (String, String) {
     let list = obj
         .pointer("/spec/template/spec/containers")
         .and_then(Value::as_array)

@@ -16,7 +16,7 @@ use super::semantic;
 use super::workloads::Workload;
 
 /// A field of `v` at a JSON pointer, `null` read as absent.
-fn at<'a>(v: &'a Value, pointer: &str) -> Option<&'a Value> {
+pub(super) fn at<'a>(v: &'a Value, pointer: &str) -> Option<&'a Value> {
     v.pointer(pointer).filter(|v| !v.is_null())
 }
 
@@ -92,8 +92,9 @@ fn check_match(spec: &Value, chosen: &Chosen, errs: &mut Vec<FieldError>) {
 }
 
 /// Upstream's ValidatePodTemplateSpec for a workload, with its rules for workloads: the template's
-/// labels, its pod spec (resources included), restartPolicy Always and no activeDeadlineSeconds.
-fn check_template(spec: &Value, kind: Workload, errs: &mut Vec<FieldError>) {
+/// labels, its pod spec (resources included), restartPolicy Always and no activeDeadlineSeconds
+/// (`owner` names the kind in that message).
+pub(super) fn check_template(spec: &Value, owner: &str, errs: &mut Vec<FieldError>) {
     errs.extend(validate_labels(
         "spec.template.labels",
         at(spec, "/template/metadata/labels"),
@@ -123,11 +124,6 @@ fn check_template(spec: &Value, kind: Workload, errs: &mut Vec<FieldError>) {
         }
     }
     if at(&pod_spec, "/activeDeadlineSeconds").is_some() {
-        let owner = if kind == Workload::DaemonSet {
-            "DaemonSet"
-        } else {
-            "ReplicaSet"
-        };
         errs.push(FieldError::forbidden(
             "spec.template.spec.activeDeadlineSeconds",
             format!("activeDeadlineSeconds in {owner} is not Supported"),
@@ -137,7 +133,7 @@ fn check_template(spec: &Value, kind: Workload, errs: &mut Vec<FieldError>) {
 
 /// Upstream's getIntOrPercentValue: the number, the percentage's number, or a string's
 /// `Atoi` (0 when it is neither, so `-5%` counts as 0).
-fn int_or_percent_value(v: Option<&Value>) -> i64 {
+pub(super) fn int_or_percent_value(v: Option<&Value>) -> i64 {
     match v {
         Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
         Some(Value::String(s)) => percent_value(s).unwrap_or_else(|| s.parse().unwrap_or(0)),
@@ -146,7 +142,7 @@ fn int_or_percent_value(v: Option<&Value>) -> i64 {
 }
 
 /// The "not more than 100%" error of an integer-or-percent, apart from its other errors.
-fn over_100(field: &str, v: Option<&Value>) -> Vec<FieldError> {
+pub(super) fn over_100(field: &str, v: Option<&Value>) -> Vec<FieldError> {
     let others = int_or_percent(field, v, true);
     int_or_percent(field, v, false)
         .into_iter()
@@ -263,7 +259,12 @@ pub fn validate_spec(kind: Workload, obj: &Value) -> Vec<FieldError> {
         }
         _ => {
             check_match(&spec, &chosen, &mut errs);
-            check_template(&spec, kind, &mut errs);
+            let owner = if kind == Workload::DaemonSet {
+                "DaemonSet"
+            } else {
+                "ReplicaSet"
+            };
+            check_template(&spec, owner, &mut errs);
         }
     }
     match kind {

@@ -26,11 +26,13 @@ mod podspec;
 mod policy;
 mod quota;
 mod rbac;
+mod replicationcontroller;
 pub mod rules;
 mod scheduling;
 pub mod schema;
 mod semantic;
 pub mod service;
+mod statefulset;
 mod workloads;
 
 use std::sync::Arc;
@@ -156,6 +158,8 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("apps", "Deployment") => &WorkloadStrategy(Workload::Deployment),
         ("apps", "ReplicaSet") => &WorkloadStrategy(Workload::ReplicaSet),
         ("apps", "DaemonSet") => &WorkloadStrategy(Workload::DaemonSet),
+        ("apps", "StatefulSet") => &statefulset::StatefulSetStrategy,
+        ("", "ReplicationController") => &replicationcontroller::ReplicationControllerStrategy,
         ("policy", "PodDisruptionBudget") => &policy::PdbStrategy,
         ("scheduling.k8s.io", "PriorityClass") => &scheduling::PriorityClassStrategy,
         ("node.k8s.io", "RuntimeClass") => &node::RuntimeClassStrategy,

@@ -1,128 +1,49 @@
-//! A DaemonSet's template history in ControllerRevisions, as upstream: each revision is named
-//! `DSNAME-<hash>`, labelled with the template's labels plus `controller-revision-hash`,
-//! carries the DaemonSet's annotations (so `kubernetes.io/change-cause` shows in
-//! `kubectl rollout history`) and holds the strategic-merge patch
-//! `{"spec":{"template":{…,"$patch":"replace"}}}` that `kubectl rollout undo` applies.
+//! A DaemonSet's template history in ControllerRevisions `DSNAME-<hash>`, on the shared
+//! [`crate::history`]: constructing the current revision (renumbered, deduplicated, or
+//! created with collision handling through the DaemonSet's status) and pruning old ones.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use serde_json::{json, Value};
 use tinykube_client::{Api, Patch};
 use tinykube_proto::labels::Selector;
 
 use super::sync::SyncError;
 use super::Controller;
-use crate::context::BY_NAMESPACE;
-use crate::deployment::util::compute_hash;
-use crate::util::{adopt_patch, controller_ref, new_controller_ref, release_patch};
+use crate::history;
 
-/// The label that ties pods and revisions to a template (apps.DefaultDaemonSetUniqueLabelKey).
-pub const HASH_LABEL: &str = "controller-revision-hash";
+pub use crate::history::{revision_name, to_clean_up, HASH_LABEL};
 
-/// Keys sorted at every level, as Go's encoding/json writes maps.
-fn sorted(v: Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
-        other => other,
-    }
+fn template(ds: &DaemonSet) -> PodTemplateSpec {
+    ds.spec
+        .as_ref()
+        .map(|s| s.template.clone())
+        .unwrap_or_default()
 }
 
 /// The revision data of a DaemonSet (upstream's getPatch): its template, to be replaced whole.
 pub fn patch_of(ds: &DaemonSet) -> Value {
-    let mut template = serde_json::to_value(ds)
-        .ok()
-        .and_then(|v| v.pointer("/spec/template").cloned())
-        .unwrap_or_else(|| json!({}));
-    if let Some(m) = template.as_object_mut() {
-        m.insert("$patch".into(), json!("replace"));
-    }
-    sorted(json!({"spec": {"template": template}}))
+    history::patch_of(&template(ds))
 }
 
 /// Whether a revision holds exactly the DaemonSet's current template (upstream's Match).
-pub fn matches(ds: &DaemonSet, history: &ControllerRevision) -> bool {
-    history
-        .data
-        .as_ref()
-        .is_some_and(|d| sorted(d.0.clone()) == patch_of(ds))
+pub fn matches(ds: &DaemonSet, h: &ControllerRevision) -> bool {
+    history::matches(&template(ds), h)
 }
 
 /// The template hash of a DaemonSet (with its status' collision count).
 pub fn hash_of(ds: &DaemonSet) -> String {
-    let template = ds
-        .spec
-        .as_ref()
-        .map(|s| s.template.clone())
-        .unwrap_or_default();
     let collisions = ds.status.as_ref().and_then(|s| s.collision_count);
-    compute_hash(&template, collisions)
-}
-
-/// `PREFIX-HASH`, the prefix cut so that the name stays a valid object name.
-pub fn revision_name(ds_name: &str, hash: &str) -> String {
-    let prefix: String = ds_name.chars().take(223).collect();
-    format!("{prefix}-{hash}")
+    history::hash_of(&template(ds), collisions)
 }
 
 /// A new revision object for the DaemonSet's current template.
 pub fn new_revision(ds: &DaemonSet, hash: &str, revision: i64) -> ControllerRevision {
-    let mut labels = ds
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.metadata.as_ref())
-        .and_then(|m| m.labels.clone())
-        .unwrap_or_default();
-    labels.insert(HASH_LABEL.into(), hash.into());
-    ControllerRevision {
-        metadata: ObjectMeta {
-            name: Some(revision_name(
-                ds.metadata.name.as_deref().unwrap_or_default(),
-                hash,
-            )),
-            namespace: ds.metadata.namespace.clone(),
-            labels: Some(labels),
-            annotations: ds.metadata.annotations.clone(),
-            owner_references: Some(vec![new_controller_ref::<DaemonSet>(&ds.metadata)]),
-            ..Default::default()
-        },
-        data: Some(RawExtension(patch_of(ds))),
-        revision,
-    }
-}
-
-/// Revisions that may be deleted to honour `limit`: the oldest first, never one whose hash a
-/// live pod still carries (upstream's cleanupHistory).
-pub fn to_clean_up<'a>(
-    old: &'a [Arc<ControllerRevision>],
-    limit: usize,
-    live_hashes: &HashSet<String>,
-) -> Vec<&'a ControllerRevision> {
-    let mut to_kill = old.len().saturating_sub(limit);
-    let mut sorted: Vec<&ControllerRevision> = old.iter().map(Arc::as_ref).collect();
-    sorted.sort_by_key(|h| h.revision);
-    let mut out = Vec::new();
-    for h in sorted {
-        if to_kill == 0 {
-            break;
-        }
-        let hash = h.metadata.labels.as_ref().and_then(|l| l.get(HASH_LABEL));
-        if hash.is_some_and(|x| live_hashes.contains(x)) {
-            continue;
-        }
-        out.push(h);
-        to_kill -= 1;
-    }
-    out
+    history::new_revision(ds, &template(ds), hash, revision)
 }
 
 fn name_of(meta: &ObjectMeta) -> String {
@@ -137,40 +58,9 @@ impl Controller {
         ds: &DaemonSet,
         selector: &Selector,
     ) -> Result<Vec<Arc<ControllerRevision>>, SyncError> {
-        let ns = ds.metadata.namespace.clone().unwrap_or_default();
-        let uid = ds.metadata.uid.clone().unwrap_or_default();
-        let api: Api<ControllerRevision> = Api::namespaced(self.ctx.client.clone(), &ns);
-        let mut owned = Vec::new();
-        for h in self.revisions.by_index(BY_NAMESPACE, &ns) {
-            let labels = h.metadata.labels.clone().unwrap_or_default();
-            let matching = selector.matches(&labels);
-            match controller_ref(&h.metadata) {
-                Some(r) if r.uid != uid => {}
-                Some(_) if matching => owned.push(h),
-                Some(_) => {
-                    let patch = release_patch(&h.metadata, &uid);
-                    match api.patch(&name_of(&h.metadata), &Patch::Merge(patch)).await {
-                        Ok(_) => {}
-                        Err(e) if e.is_not_found() || e.code() == Some(422) => {}
-                        Err(e) => return Err(SyncError::History(e)),
-                    }
-                }
-                None if matching && h.metadata.deletion_timestamp.is_none() => {
-                    let patch =
-                        adopt_patch(&h.metadata, new_controller_ref::<DaemonSet>(&ds.metadata));
-                    match api
-                        .patch(&name_of(&h.metadata), &Patch::Strategic(patch))
-                        .await
-                    {
-                        Ok(h) => owned.push(Arc::new(h)),
-                        Err(e) if e.is_not_found() => {}
-                        Err(e) => return Err(SyncError::History(e)),
-                    }
-                }
-                None => {}
-            }
-        }
-        Ok(owned)
+        history::claim(&self.ctx.client, &self.revisions, ds, selector)
+            .await
+            .map_err(SyncError::History)
     }
 
     /// The current revision (created, or renumbered to the newest, as needed) and the old
@@ -345,15 +235,7 @@ impl Controller {
     }
 }
 
-/// The hash label of a revision.
-pub fn revision_hash(h: &ControllerRevision) -> String {
-    h.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(HASH_LABEL))
-        .cloned()
-        .unwrap_or_default()
-}
+pub use crate::history::revision_hash;
 
 #[cfg(test)]
 mod tests {
@@ -419,32 +301,5 @@ mod tests {
         assert!(matches(&a, &r));
         assert!(!matches(&b, &r));
         assert_eq!(revision_name(&"x".repeat(300), "h").len(), 225);
-    }
-
-    #[test]
-    fn cleanup_keeps_the_limit_and_live_hashes() {
-        let rev = |n: i64, hash: &str| {
-            Arc::new(ControllerRevision {
-                metadata: ObjectMeta {
-                    name: Some(format!("r{n}")),
-                    labels: Some([(HASH_LABEL.to_string(), hash.to_string())].into()),
-                    ..Default::default()
-                },
-                data: None,
-                revision: n,
-            })
-        };
-        let old = vec![rev(3, "c"), rev(1, "a"), rev(2, "b"), rev(4, "d")];
-        let names = |limit, live: &[&str]| {
-            let live: HashSet<String> = live.iter().map(|s| s.to_string()).collect();
-            to_clean_up(&old, limit, &live)
-                .iter()
-                .map(|h| h.revision)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(names(10, &[]), Vec::<i64>::new());
-        assert_eq!(names(2, &[]), vec![1, 2]);
-        assert_eq!(names(2, &["a"]), vec![2, 3]);
-        assert_eq!(names(0, &["b", "d"]), vec![1, 3]);
     }
 }

@@ -192,13 +192,13 @@ mod tests {
                     "daemonsets.apps does not implement the scale subresource".into(),
                 )),
             ),
-            // Served with a scale subresource, but not in the caches.
+            // Served with a scale subresource, not in these caches.
             (owner("apps/v1", "StatefulSet", "db", "x"), Ok(None)),
             (owner("v1", "ReplicationController", "rc", "x"), Ok(None)),
             (
-                owner("example.com/v1", "Widget", "w", "x"),
+                owner("batch/v2", "Job", "j", "x"),
                 Err(BudgetError::Finder(
-                    "no matches for kind \"Widget\" in version \"example.com/v1\"".into(),
+                    "no matches for kind \"Job\" in version \"batch/v2\"".into(),
                 )),
             ),
             (

@@ -1,20 +1,21 @@
 //! Reconcile one ReplicaSet: claim its pods (adopt matching orphans, release pods that no
 //! longer match), create or delete pods towards `spec.replicas` when expectations allow, then
-//! write `status` through the status subresource.
+//! write `status` through the status subresource. The same for a ReplicationController.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
+use k8s_openapi::api::apps::v1::{ReplicaSetCondition, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tinykube_client::reflector::key_of;
 use tinykube_client::ClientError;
 use tinykube_proto::labels::Selector;
 
+use super::kind::Replicated;
 use super::{ranking, Controller};
 use crate::context::BY_NAMESPACE;
-use crate::owned::{self, e_message, Owner, PodError, PodWriter};
+use crate::owned::{self, e_message, PodError, PodWriter};
 use crate::util::{
     controller_ref, is_pod_active, is_pod_available, is_pod_ready, is_pod_terminal,
     new_controller_ref, pod_from_template, secs,
@@ -31,8 +32,8 @@ pub enum SyncError {
     Status(#[source] ClientError),
 }
 
-impl Controller {
-    /// Reconcile the ReplicaSet at `key`.
+impl<K: Replicated> Controller<K> {
+    /// Reconcile the ReplicaSet (or ReplicationController) at `key`.
     pub async fn sync(&self, key: &str) -> Result<(), SyncError> {
         let Some(rs) = self.replicasets.get(key) else {
             self.expectations.delete(key);
@@ -43,9 +44,9 @@ impl Controller {
             tracing::warn!(key, "invalid selector; ignoring");
             return Ok(());
         };
-        let ns = rs.metadata.namespace.clone().unwrap_or_default();
+        let ns = rs.metadata().namespace.clone().unwrap_or_default();
         let all = self.pods.by_index(BY_NAMESPACE, &ns);
-        let uid = rs.metadata.uid.as_deref().unwrap_or_default();
+        let uid = rs.metadata().uid.as_deref().unwrap_or_default();
         // Pods of ours still shutting down (upstream's terminatingReplicas).
         let terminating = all
             .iter()
@@ -59,11 +60,13 @@ impl Controller {
         let active: Vec<Arc<Pod>> = all.into_iter().filter(|p| is_pod_active(p)).collect();
         let owned = self.claim(&rs, &selector, active).await?;
         let mut result = Ok(());
-        if needs_sync && rs.metadata.deletion_timestamp.is_none() {
+        if needs_sync && rs.metadata().deletion_timestamp.is_none() {
             result = self.manage(key, &rs, &owned).await;
         }
-        let mut status = calculate_status(&rs, &owned, result.as_ref().err());
-        status.terminating_replicas = Some(terminating);
+        let mut status = calculate_status(rs.as_ref(), &owned, result.as_ref().err());
+        if K::COUNTS_TERMINATING {
+            status.terminating_replicas = Some(terminating);
+        }
         let min_ready = rs.min_ready_seconds();
         let (ready, available, replicas) = (
             status.ready_replicas.unwrap_or(0),
@@ -81,7 +84,7 @@ impl Controller {
     /// Upstream's ClaimPods: the active pods this ReplicaSet owns after adopting and releasing.
     async fn claim(
         &self,
-        rs: &ReplicaSet,
+        rs: &K,
         selector: &Selector,
         pods: Vec<Arc<Pod>>,
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
@@ -90,31 +93,22 @@ impl Controller {
     }
 
     /// Create or delete pods towards `spec.replicas` (upstream's manageReplicas).
-    async fn manage(
-        &self,
-        key: &str,
-        rs: &ReplicaSet,
-        owned: &[Arc<Pod>],
-    ) -> Result<(), SyncError> {
-        let want = rs
-            .spec
-            .as_ref()
-            .and_then(|s| s.replicas)
-            .unwrap_or(1)
-            .max(0) as usize;
-        let ns = rs.metadata.namespace.clone().unwrap_or_default();
+    async fn manage(&self, key: &str, rs: &K, owned: &[Arc<Pod>]) -> Result<(), SyncError> {
+        let want = rs.replicas().max(0) as usize;
+        let meta = rs.metadata();
+        let ns = meta.namespace.clone().unwrap_or_default();
         let writer = PodWriter::new(&self.ctx.client, &self.recorder, rs, key);
         if owned.len() < want {
             let n = (want - owned.len()).min(BURST_REPLICAS);
             self.expectations.expect_creations(key, n);
-            let Some(template) = rs.spec.as_ref().and_then(|s| s.template.clone()) else {
+            let Some(template) = rs.template() else {
                 return Ok(());
             };
             let pod = pod_from_template(
-                &template,
+                template,
                 &ns,
-                rs.metadata.name.as_deref().unwrap_or_default(),
-                new_controller_ref::<ReplicaSet>(&rs.metadata),
+                meta.name.as_deref().unwrap_or_default(),
+                new_controller_ref::<K>(meta),
             );
             // Creates the namespace refused count as done: the ReplicaSet keeps waiting for
             // them until the expectations expire, as upstream.
@@ -136,17 +130,13 @@ impl Controller {
         Ok(())
     }
 
-    async fn update_status(
-        &self,
-        rs: &ReplicaSet,
-        status: ReplicaSetStatus,
-    ) -> Result<(), SyncError> {
-        let generation = rs.metadata.generation;
-        if rs.status.as_ref() == Some(&status) && status.observed_generation == generation {
+    async fn update_status(&self, rs: &K, status: ReplicaSetStatus) -> Result<(), SyncError> {
+        let generation = rs.metadata().generation;
+        if rs.status().as_ref() == Some(&status) && status.observed_generation == generation {
             return Ok(());
         }
         owned::replace_status(&self.ctx.client, rs, |next| {
-            next.status = Some(status.clone());
+            next.set_status(status.clone());
         })
         .await
         .map_err(SyncError::Status)
@@ -154,15 +144,13 @@ impl Controller {
 }
 
 /// Upstream's calculateStatus.
-pub fn calculate_status(
-    rs: &ReplicaSet,
+pub fn calculate_status<K: Replicated>(
+    rs: &K,
     owned: &[Arc<Pod>],
     failure: Option<&SyncError>,
 ) -> ReplicaSetStatus {
     let template_labels: BTreeMap<String, String> = rs
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.as_ref())
+        .template()
         .and_then(|t| t.metadata.as_ref())
         .and_then(|m| m.labels.clone())
         .unwrap_or_default();
@@ -182,7 +170,7 @@ pub fn calculate_status(
         .iter()
         .filter(|p| is_pod_available(p, min_ready, now))
         .count() as i32;
-    let mut status = rs.status.clone().unwrap_or_default();
+    let mut status = rs.status().unwrap_or_default();
     let mut conditions: Vec<ReplicaSetCondition> = status.conditions.take().unwrap_or_default();
     let failed = conditions.iter().any(|c| c.type_ == "ReplicaFailure");
     let reason = match failure {
@@ -206,7 +194,7 @@ pub fn calculate_status(
     status.fully_labeled_replicas = (fully_labeled > 0).then_some(fully_labeled);
     status.ready_replicas = (ready > 0).then_some(ready);
     status.available_replicas = (available > 0).then_some(available);
-    status.observed_generation = rs.metadata.generation;
+    status.observed_generation = rs.metadata().generation;
     status.conditions = (!conditions.is_empty()).then_some(conditions);
     status
 }
