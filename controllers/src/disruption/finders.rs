@@ -1,6 +1,7 @@
 //! Upstream's controller finders: from a pod's controller reference to the controller whose
 //! scale (`spec.replicas`) a percentage budget counts. A ReplicaSet run by a Deployment counts
-//! as the Deployment; a ReplicaSet of its own, or a Deployment named directly, counts itself.
+//! as the Deployment; a ReplicaSet of its own, a Deployment, StatefulSet or ReplicationController
+//! named directly, counts itself.
 //! Kinds tinykube does not serve, or serves without a scale subresource, are errors as
 //! upstream's scale-subresource fallback reports them. Pure: the caches are lookups.
 
@@ -30,10 +31,12 @@ fn is_workload_group(group: &str) -> bool {
 }
 
 /// The controller `owner` names, with its scale, if the caches know it by that uid.
+/// `others(kind, name)` looks up a StatefulSet or ReplicationController: its uid and replicas.
 pub fn controller_scale(
     owner: &OwnerReference,
     replicaset: impl Fn(&str) -> Option<Arc<ReplicaSet>>,
     deployment: impl Fn(&str) -> Option<Arc<Deployment>>,
+    others: impl Fn(&str, &str) -> Option<(String, i32)>,
 ) -> Result<Option<ControllerScale>, BudgetError> {
     let (group, version) = group_version(&owner.api_version)?;
     let same = |uid: Option<&String>| uid.is_some_and(|u| *u == owner.uid);
@@ -65,6 +68,15 @@ pub fn controller_scale(
     if is_workload_group(group) && owner.kind == "Deployment" {
         if let Some(found) = deployment_scale(&owner.name, &owner.uid) {
             return Ok(Some(found));
+        }
+    }
+    let own_finder = (group.is_empty() && owner.kind == "ReplicationController")
+        || (group == "apps" && owner.kind == "StatefulSet");
+    if own_finder {
+        if let Some((uid, scale)) =
+            others(&owner.kind, &owner.name).filter(|(u, _)| *u == owner.uid)
+        {
+            return Ok(Some(ControllerScale { uid, scale }));
         }
     }
     // Upstream's last finder reads the scale subresource of whatever kind the reference names.
@@ -168,6 +180,11 @@ mod tests {
                         .find(|d| d.metadata.name.as_deref() == Some(n))
                         .cloned()
                 },
+                |kind, n| match (kind, n) {
+                    ("StatefulSet", "web") => Some(("s1".to_string(), 3)),
+                    ("ReplicationController", "old") => Some(("c1".to_string(), 2)),
+                    _ => None,
+                },
             )
         };
         let table = [
@@ -191,6 +208,11 @@ mod tests {
                 Err(BudgetError::Finder(
                     "daemonsets.apps does not implement the scale subresource".into(),
                 )),
+            ),
+            (owner("apps/v1", "StatefulSet", "web", "s1"), scale("s1", 3)),
+            (
+                owner("v1", "ReplicationController", "old", "c1"),
+                scale("c1", 2),
             ),
             // Served with a scale subresource, not in these caches.
             (owner("apps/v1", "StatefulSet", "db", "x"), Ok(None)),

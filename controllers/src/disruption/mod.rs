@@ -15,8 +15,8 @@ pub mod sync;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use tinykube_client::reflector::{key_of, Notification, Store};
 use tinykube_proto::labels::Selector;
@@ -35,6 +35,8 @@ pub struct Controller {
     pub pdbs: Store<PodDisruptionBudget>,
     pub replicasets: Store<ReplicaSet>,
     pub deployments: Store<Deployment>,
+    pub statefulsets: Store<StatefulSet>,
+    pub replicationcontrollers: Store<ReplicationController>,
     /// Budget keys to sync.
     pub queue: WorkQueue,
     /// Pod keys whose `DisruptionTarget` condition may have gone stale.
@@ -52,6 +54,8 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         pdbs: ctx.poddisruptionbudgets.store(),
         replicasets: ctx.replicasets.store(),
         deployments: ctx.deployments.store(),
+        statefulsets: ctx.statefulsets.store(),
+        replicationcontrollers: ctx.replicationcontrollers.store(),
         queue: WorkQueue::new(),
         stale_queue: WorkQueue::new(),
         recorder: ctx.recorder(COMPONENT),
@@ -70,6 +74,8 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
                 c.pdbs.clone().wait_ready().await;
                 c.replicasets.clone().wait_ready().await;
                 c.deployments.clone().wait_ready().await;
+                c.statefulsets.clone().wait_ready().await;
+                c.replicationcontrollers.clone().wait_ready().await;
                 c.enqueue_all();
                 let s = c.clone();
                 let budgets = run_workers("disruption", c.queue.clone(), 1, move |key| {

@@ -105,6 +105,19 @@ impl Controller {
                 owner,
                 |name| self.replicasets.get(&format!("{ns}/{name}")),
                 |name| self.deployments.get(&format!("{ns}/{name}")),
+                |kind, name| {
+                    let key = format!("{ns}/{name}");
+                    match kind {
+                        "StatefulSet" => self.statefulsets.get(&key).map(|s| {
+                            let replicas = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                            (s.metadata.uid.clone().unwrap_or_default(), replicas)
+                        }),
+                        _ => self.replicationcontrollers.get(&key).map(|r| {
+                            let replicas = r.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                            (r.metadata.uid.clone().unwrap_or_default(), replicas)
+                        }),
+                    }
+                },
             )
         };
         let expected = match budget::expected(&spec, &pods, find) {
