@@ -23,8 +23,13 @@ pub struct WorkloadStrategy(pub Workload);
 /// The pod template's defaults. Upstream defaults requests from limits only in Pods, never in
 /// templates: what the pod spec defaults add to a template's requests is taken back.
 fn default_template(obj: &mut Value) {
+    default_pod_template(obj, "/spec/template/spec");
+}
+
+/// The defaults of the template pod spec at `pointer` (the batch kinds' templates too).
+pub(super) fn default_pod_template(obj: &mut Value, pointer: &str) {
     const LISTS: [&str; 2] = ["initContainers", "containers"];
-    let Some(spec) = obj.pointer_mut("/spec/template/spec") else {
+    let Some(spec) = obj.pointer_mut(pointer) else {
         return;
     };
     let given: Vec<Vec<Option<Value>>> = LISTS
@@ -54,7 +59,10 @@ fn default_template(obj: &mut Value) {
 }
 
 /// An object field's value, created as `{}` when absent, null or not an object.
-fn object_at<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+pub(super) fn object_at<'a>(
+    m: &'a mut Map<String, Value>,
+    key: &str,
+) -> &'a mut Map<String, Value> {
     let v = m.entry(key).or_insert_with(|| json!({}));
     if !v.is_object() {
         *v = json!({});
@@ -63,7 +71,7 @@ fn object_at<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String
 }
 
 /// Set `key` unless it has a value (absent, null and `""` have none).
-fn default_to(m: &mut Map<String, Value>, key: &str, value: Value) {
+pub(super) fn default_to(m: &mut Map<String, Value>, key: &str, value: Value) {
     if m.get(key).is_none_or(|v| v.is_null() || v == "") {
         m.insert(key.into(), value);
     }
