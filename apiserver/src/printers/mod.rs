@@ -3,6 +3,7 @@
 //! priorities) are upstream's, kept as data in `columns.json`.
 
 mod admission;
+mod batch;
 mod cluster;
 mod config;
 pub mod custom;
@@ -72,6 +73,8 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("apps", "ReplicaSet") => "ReplicaSet",
         ("apps", "DaemonSet") => "DaemonSet",
         ("apps", "ControllerRevision") => "ControllerRevision",
+        ("batch", "Job") => "Job",
+        ("batch", "CronJob") => "CronJob",
         ("coordination.k8s.io", "Lease") => "Lease",
         ("policy", "PodDisruptionBudget") => "PodDisruptionBudget",
         ("scheduling.k8s.io", "PriorityClass") => "PriorityClass",
@@ -119,6 +122,8 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "ReplicaSet" => workloads::replica_set(obj, now),
         "DaemonSet" => workloads::daemon_set(obj, now),
         "ControllerRevision" => cluster::controller_revision(obj, now),
+        "Job" => batch::job(obj, now),
+        "CronJob" => batch::cron_job(obj, now),
         "Lease" => cluster::lease(obj, now),
         "PodDisruptionBudget" => cluster::pdb(obj, now),
         "PriorityClass" => cluster::priority_class(obj, now),
