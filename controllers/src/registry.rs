@@ -44,6 +44,10 @@ pub const CONTROLLERS: &[Entry] = &[
         start: Some(crate::daemonset::start),
     },
     Entry {
+        name: "job",
+        start: Some(crate::job::start),
+    },
+    Entry {
         name: "garbagecollector",
         start: Some(crate::garbagecollector::start),
     },
