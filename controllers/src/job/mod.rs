@@ -5,10 +5,11 @@
 //! deadline, pod failure policy, per-index limits, success policy, suspension).
 //!
 //! Wiring only: informer handlers turn notifications into keys and settle expectations;
-//! [`sync`] reconciles one Job, [`manage`] creates and deletes its pods, [`pods`] makes and
+//! [`sync`] reconciles one Job, [`fate`] decides its conditions, [`manage`] creates and deletes its pods, [`pods`] makes and
 //! reads pods, [`indexes`] and [`backoff`] are pure arithmetic.
 
 pub mod backoff;
+pub mod fate;
 pub mod indexes;
 pub mod manage;
 pub mod pods;

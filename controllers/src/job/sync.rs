@@ -9,13 +9,14 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus, UncountedTerminatedPods};
+use k8s_openapi::api::batch::v1::{Job, JobStatus, UncountedTerminatedPods};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use tinykube_client::events::EventType;
 use tinykube_client::{Api, ClientError, Patch};
 
+use super::fate::{condition, decide, is_true, recorded_fate, set_condition, Counts};
 use super::indexes::{self, Indexes};
 use super::pods::{self, has_finalizer};
 use super::{Controller, ORPHAN};
@@ -33,195 +34,6 @@ pub enum SyncError {
     Status(#[source] ClientError),
     #[error("reading job: {0}")]
     Read(#[source] ClientError),
-}
-
-/// A condition of a Job, stamped now.
-pub fn condition(
-    ty: &str,
-    status: &str,
-    reason: &str,
-    message: &str,
-    now: Timestamp,
-) -> JobCondition {
-    JobCondition {
-        type_: ty.into(),
-        status: status.into(),
-        reason: Some(reason.into()),
-        message: Some(message.into()),
-        last_probe_time: Some(Time(now)),
-        last_transition_time: Some(Time(now)),
-    }
-}
-
-/// Whether `ty` is a true condition of `status`.
-pub fn is_true(status: &JobStatus, ty: &str) -> bool {
-    status
-        .conditions
-        .iter()
-        .flatten()
-        .any(|c| c.type_ == ty && c.status == "True")
-}
-
-/// Put `c` in `status` (upstream's ensureJobConditionStatus): a condition already in that
-/// state is left alone. Whether anything changed.
-pub fn set_condition(status: &mut JobStatus, c: JobCondition) -> bool {
-    let list = status.conditions.get_or_insert_with(Vec::new);
-    match list.iter_mut().find(|x| x.type_ == c.type_) {
-        Some(x) if x.status == c.status => false,
-        Some(x) => {
-            *x = c;
-            true
-        }
-        None => {
-            list.push(c);
-            true
-        }
-    }
-}
-
-/// The Job's fate: which finishing condition it reached, with reason and message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fate {
-    /// `FailureTarget` or `SuccessCriteriaMet`.
-    pub target: &'static str,
-    pub reason: String,
-    pub message: String,
-}
-
-impl Fate {
-    fn failure(reason: &str, message: &str) -> Self {
-        Fate {
-            target: "FailureTarget",
-            reason: reason.into(),
-            message: message.into(),
-        }
-    }
-
-    /// The terminal condition that follows.
-    pub fn terminal(&self) -> &'static str {
-        if self.target == "FailureTarget" {
-            "Failed"
-        } else {
-            "Complete"
-        }
-    }
-}
-
-/// What a sync counted of the Job's pods, the input of [`decide`].
-#[derive(Debug, Clone, Default)]
-pub struct Counts {
-    pub active: i64,
-    pub succeeded: i64,
-    pub failed: i64,
-    pub completed: Indexes,
-    pub failed_indexes: Indexes,
-    /// A pod failure policy rule with FailJob matched: its message.
-    pub fail_job: Option<String>,
-    pub now: Option<Timestamp>,
-}
-
-/// Upstream's order of the finishing decisions: failure policy, backoff limit, failed
-/// indexes, deadline, then success (success policy, completions).
-pub fn decide(job: &Job, c: &Counts) -> Option<Fate> {
-    let spec = job.spec.as_ref()?;
-    let status = job.status.clone().unwrap_or_default();
-    let indexed = spec.completion_mode.as_deref() == Some("Indexed");
-    let completions = spec.completions.map(i64::from);
-    if let Some(message) = &c.fail_job {
-        return Some(Fate::failure("PodFailurePolicy", message));
-    }
-    let per_index = spec.backoff_limit_per_index.is_some();
-    if !per_index && c.failed > i64::from(spec.backoff_limit.unwrap_or(6)) {
-        return Some(Fate::failure(
-            "BackoffLimitExceeded",
-            "Job has reached the specified backoff limit",
-        ));
-    }
-    if let Some(max) = spec.max_failed_indexes.filter(|_| per_index) {
-        if c.failed_indexes.len() as i64 > i64::from(max) {
-            return Some(Fate::failure(
-                "MaxFailedIndexesExceeded",
-                "Job has exceeded the specified maximal number of failed indexes",
-            ));
-        }
-    }
-    if let (Some(deadline), Some(start), Some(now)) = (
-        spec.active_deadline_seconds,
-        status.start_time.as_ref(),
-        c.now,
-    ) {
-        if spec.suspend != Some(true) && start.0 + SignedDuration::from_secs(deadline) <= now {
-            return Some(Fate::failure(
-                "DeadlineExceeded",
-                "Job was active longer than specified deadline",
-            ));
-        }
-    }
-    if indexed {
-        if let Some(rules) = spec.success_policy.as_ref().map(|p| &p.rules) {
-            for (i, rule) in rules.iter().enumerate() {
-                let n = completions.unwrap_or(0);
-                let (hit, count) = match &rule.succeeded_indexes {
-                    Some(text) => {
-                        let wanted = indexes::parse(text, n);
-                        let hit = wanted.intersection(&c.completed).count() as i64;
-                        (
-                            hit,
-                            rule.succeeded_count.map_or(wanted.len() as i64, i64::from),
-                        )
-                    }
-                    None => (
-                        c.completed.len() as i64,
-                        rule.succeeded_count.map_or(i64::MAX, i64::from),
-                    ),
-                };
-                if hit >= count {
-                    return Some(Fate {
-                        target: "SuccessCriteriaMet",
-                        reason: "SuccessPolicy".into(),
-                        message: format!("Matched rules at index {i}"),
-                    });
-                }
-            }
-        }
-        let n = completions.unwrap_or(0);
-        if (c.completed.len() + c.failed_indexes.len()) as i64 >= n {
-            if !c.failed_indexes.is_empty() {
-                return Some(Fate::failure("FailedIndexes", "Job has failed indexes"));
-            }
-            return Some(completed());
-        }
-        return None;
-    }
-    let done = match completions {
-        Some(n) => c.succeeded >= n,
-        None => c.succeeded > 0 && c.active == 0,
-    };
-    done.then(completed)
-}
-
-fn completed() -> Fate {
-    Fate {
-        target: "SuccessCriteriaMet",
-        reason: "CompletionsReached".into(),
-        message: "Reached expected number of succeeded pods".into(),
-    }
-}
-
-/// The finishing condition a Job already has, if any.
-fn recorded_fate(status: &JobStatus) -> Option<Fate> {
-    let c = status.conditions.iter().flatten().find(|c| {
-        c.status == "True" && matches!(c.type_.as_str(), "FailureTarget" | "SuccessCriteriaMet")
-    })?;
-    Some(Fate {
-        target: if c.type_ == "FailureTarget" {
-            "FailureTarget"
-        } else {
-            "SuccessCriteriaMet"
-        },
-        reason: c.reason.clone().unwrap_or_default(),
-        message: c.message.clone().unwrap_or_default(),
-    })
 }
 
 impl Controller {
@@ -412,12 +224,11 @@ impl Controller {
                     still_active = 0;
                 }
             }
-            None if suspended => {
-                if !active.is_empty() && satisfied {
-                    result = self.delete_pods(key, &job, &active).await;
-                    still_active = 0;
-                }
+            None if suspended && !active.is_empty() && satisfied => {
+                result = self.delete_pods(key, &job, &active).await;
+                still_active = 0;
             }
+            None if suspended => {}
             None if satisfied => {
                 let plan = super::manage::Plan {
                     job: &job,

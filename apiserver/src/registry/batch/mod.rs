@@ -5,6 +5,7 @@
 
 mod cronjob;
 mod job;
+mod policies;
 mod status;
 
 use serde_json::{json, Map, Value};

@@ -37,6 +37,11 @@ fn with(mut obj: Value, changes: &[(&str, Value)]) -> Value {
     obj
 }
 
+/// Changes to an object (JSON pointer, value; null removes).
+type Changes<'a> = Vec<(&'a str, Value)>;
+/// A parsed index set: its intervals and how many indexes they hold.
+type Parsed = (Vec<(i64, i64)>, i64);
+
 fn strings(errs: Vec<FieldError>) -> Vec<String> {
     errs.iter().map(ToString::to_string).collect()
 }
@@ -85,7 +90,7 @@ fn job_defaults_and_generated_selector_as_upstream() {
 
 #[test]
 fn job_validation_as_upstream() {
-    let cases: Vec<(Vec<(&str, Value)>, Vec<&str>)> = vec![
+    let cases: Vec<(Changes, Vec<&str>)> = vec![
         (vec![], vec![]),
         (
             vec![("/spec/template/spec/restartPolicy", Value::Null)],
@@ -181,7 +186,7 @@ fn job_validation_as_upstream() {
 #[test]
 fn job_updates_as_upstream() {
     let old = created(job());
-    let cases: Vec<(Vec<(&str, Value)>, Vec<&str>)> = vec![
+    let cases: Vec<(Changes, Vec<&str>)> = vec![
         (vec![("/spec/parallelism", json!(4))], vec![]),
         (vec![("/spec/suspend", json!(true))], vec![]),
         (
@@ -243,7 +248,7 @@ fn job_updates_as_upstream() {
 
 #[test]
 fn index_sets_parse_as_upstream() {
-    let cases: Vec<(&str, i64, Result<(Vec<(i64, i64)>, i64), &str>)> = vec![
+    let cases: Vec<(&str, i64, Result<Parsed, &str>)> = vec![
         ("", 3, Ok((vec![], 0))),
         ("0-2", 3, Ok((vec![(0, 2)], 3))),
         ("1,3-5,7", 8, Ok((vec![(1, 1), (3, 5), (7, 7)], 5))),
@@ -338,7 +343,7 @@ fn cronjob_defaults_and_validation_as_upstream() {
         "default-scheduler"
     );
     let long = "a".repeat(53);
-    let cases: Vec<(Vec<(&str, Value)>, Vec<String>)> = vec![
+    let cases: Vec<(Changes, Vec<String>)> = vec![
         (vec![], vec![]),
         (vec![("/spec/schedule", json!(""))], vec!["spec.schedule: Required value".into()]),
         (vec![("/spec/schedule", json!("@daily"))], vec![]),
