@@ -131,6 +131,10 @@ pub struct Options {
     pub gc_resync_period: std::time::Duration,
     /// The CA certificate the root CA publisher puts in every namespace (`--root-ca-file`).
     pub root_ca_file: Option<std::path::PathBuf>,
+    pub concurrent_job_syncs: usize,
+    /// The first delay before a Job replaces a failed pod, doubled per failure up to 6
+    /// minutes (upstream's fixed 10 s; tinykube's `--job-pod-failure-backoff`, for tests).
+    pub job_pod_failure_backoff: std::time::Duration,
 }
 
 impl Default for Options {
@@ -145,6 +149,8 @@ impl Default for Options {
             pod_gc_check_period: std::time::Duration::from_secs(20),
             gc_resync_period: std::time::Duration::from_secs(30),
             root_ca_file: None,
+            concurrent_job_syncs: 5,
+            job_pod_failure_backoff: std::time::Duration::from_secs(10),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! tinykube-controller-manager: the controllers that make workloads happen (Endpoints and
 //! EndpointSlices of Services, ReplicaSet, DaemonSet,
-//! Deployment, the garbage collectors of owned objects and of pods, namespace lifecycle, node
+//! Deployment, Job, the garbage collectors of owned objects and of pods, namespace lifecycle, node
 //! lifecycle, disruption budgets, node TTLs, ServiceAccounts, quotas, aggregated ClusterRoles), each a reconcile loop over shared informer caches
 //! with a rate-limited work queue keyed by object.
 //!
@@ -20,6 +20,7 @@ pub mod events;
 pub mod expectations;
 pub mod garbagecollector;
 pub mod history;
+pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod owned;

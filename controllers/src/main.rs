@@ -72,6 +72,13 @@ struct Flags {
     /// ReplicaSets synced at once.
     #[arg(long, default_value_t = 5)]
     concurrent_replicaset_syncs: usize,
+    /// Jobs synced at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_job_syncs: usize,
+    /// tinykube only, for tests: the first delay before a Job replaces a failed pod (doubled
+    /// per failure up to 6 minutes); upstream's is a fixed 10s.
+    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "10s")]
+    job_pod_failure_backoff: Duration,
     /// Garbage collector workers.
     #[arg(long, default_value_t = 20)]
     concurrent_gc_syncs: usize,
@@ -127,6 +134,8 @@ async fn main() {
             pod_gc_check_period: flags.pod_gc_check_period,
             gc_resync_period: flags.gc_resync_period,
             root_ca_file: flags.root_ca_file,
+            concurrent_job_syncs: flags.concurrent_job_syncs,
+            job_pod_failure_backoff: flags.job_pod_failure_backoff,
         },
     };
     let shutdown = tinykube_cli::shutdown_on_signal();

@@ -56,6 +56,10 @@ pub const CONTROLLERS: &[Entry] = &[
         start: Some(crate::statefulset::start),
     },
     Entry {
+        name: "job",
+        start: Some(crate::job::start),
+    },
+    Entry {
         name: "garbagecollector",
         start: Some(crate::garbagecollector::start),
     },

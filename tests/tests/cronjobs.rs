@@ -1,7 +1,8 @@
 //! CronJobs as the docs' "Running Automated Tasks with a CronJob" shows them: a Job started at
 //! the next minute of the schedule, named after it, recorded in the CronJob's status until it
 //! finishes; finished Jobs beyond the history limits deleted; `kubectl create job --from`; a
-//! finished Job with a TTL deleted (foreground, through the garbage collector).
+//! schedule refused with robfig/cron's message; a finished Job with a TTL deleted (foreground,
+//! through the garbage collector).
 
 use std::time::Duration;
 
@@ -213,6 +214,24 @@ fn finished_jobs_beyond_the_history_limits_are_deleted() {
         events.contains("SuccessfulDelete: Deleted job failed-1"),
         "{events}"
     );
+}
+
+#[test]
+fn a_bad_schedule_is_refused_with_upstreams_message() {
+    let server = ApiServer::start().unwrap();
+    let out = server.kubectl(&[
+        "create",
+        "cronjob",
+        "bad",
+        "--image=busybox",
+        "--schedule=61 * * * *",
+    ]);
+    let err = out.fails();
+    assert!(
+        err.contains("spec.schedule: Invalid value: \"61 * * * *\": end of range (61) above maximum (59): 61"),
+        "{err}"
+    );
+    server.kubectl(&["get", "cronjob", "bad"]).fails();
 }
 
 #[test]

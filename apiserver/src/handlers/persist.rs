@@ -110,7 +110,7 @@ fn fill_system_metadata(info: &ResourceInfo, obj: &mut Value) {
 /// for a dry run, only answer). A `generateName` gets a fresh suffix until the name is free.
 pub(super) async fn create_object(
     ctx: &Ctx,
-    mut obj: Value,
+    obj: Value,
     mut warnings: Vec<String>,
     track: Track<'_>,
 ) -> ApiResult<Response> {
@@ -135,17 +135,19 @@ pub(super) async fn create_object(
         ));
     }
     let strategy = registry::strategy(info);
-    fill_system_metadata(info, &mut obj);
-    strategy.default(&mut obj);
-    strategy.prepare_for_create(&mut obj);
-    admission::check_namespace(&ctx.state, info, &obj)?;
-    admission::on_create(&ctx.state, info, &mut obj)?;
     for attempt in 0..8 {
+        // As upstream, the name is generated first: a strategy may derive from it (a Job's
+        // `job-name` label).
         let mut candidate = obj.clone();
         if object::name(&candidate).is_empty() || (attempt > 0 && !generate_name.is_empty()) {
             let name = format!("{generate_name}{}", object::random_suffix(5));
             meta_mut(&mut candidate).insert("name".into(), name.into());
         }
+        fill_system_metadata(info, &mut candidate);
+        strategy.default(&mut candidate);
+        strategy.prepare_for_create(&mut candidate);
+        admission::check_namespace(&ctx.state, info, &candidate)?;
+        admission::on_create(&ctx.state, info, &mut candidate)?;
         let errors = strategy.validate_create(&candidate);
         if !errors.is_empty() {
             return Err(invalid(info, object::name(&candidate), errors));

@@ -3,6 +3,7 @@
 //! priorities) are upstream's, kept as data in `columns.json`.
 
 mod admission;
+mod batch;
 mod cluster;
 mod config;
 mod controllers;
@@ -75,6 +76,8 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("apps", "StatefulSet") => "StatefulSet",
         ("", "ReplicationController") => "ReplicationController",
         ("apps", "ControllerRevision") => "ControllerRevision",
+        ("batch", "Job") => "Job",
+        ("batch", "CronJob") => "CronJob",
         ("coordination.k8s.io", "Lease") => "Lease",
         ("policy", "PodDisruptionBudget") => "PodDisruptionBudget",
         ("scheduling.k8s.io", "PriorityClass") => "PriorityClass",
@@ -124,6 +127,8 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "StatefulSet" => controllers::stateful_set(obj, now),
         "ReplicationController" => controllers::replication_controller(obj, now),
         "ControllerRevision" => cluster::controller_revision(obj, now),
+        "Job" => batch::job(obj, now),
+        "CronJob" => batch::cron_job(obj, now),
         "Lease" => cluster::lease(obj, now),
         "PodDisruptionBudget" => cluster::pdb(obj, now),
         "PriorityClass" => cluster::priority_class(obj, now),

@@ -91,21 +91,23 @@ fn check_match(spec: &Value, chosen: &Chosen, errs: &mut Vec<FieldError>) {
     }
 }
 
-/// Upstream's ValidatePodTemplateSpec for a workload, with its rules for workloads: the template's
-/// labels, its pod spec (resources included), restartPolicy Always and no activeDeadlineSeconds
-/// (`owner` names the kind in that message).
-pub(super) fn check_template(spec: &Value, owner: &str, errs: &mut Vec<FieldError>) {
-    errs.extend(validate_labels(
-        "spec.template.labels",
-        at(spec, "/template/metadata/labels"),
-    ));
-    let pod_spec = at(spec, "/template/spec").cloned().unwrap_or(json!({}));
-    let mut pod_errs = validate_pod_spec(&pod_spec, "spec.template.spec");
+/// Upstream's ValidatePodTemplateSpec of the template at `path` (`spec.template`): its labels,
+/// its pod spec (resources included). Shared with the batch kinds' templates.
+pub(super) fn pod_template(template: Option<&Value>, path: &str) -> Vec<FieldError> {
+    let mut errs = validate_labels(
+        &format!("{path}.labels"),
+        template.and_then(|t| at(t, "/metadata/labels")),
+    );
+    let pod_spec = template
+        .and_then(|t| at(t, "/spec"))
+        .cloned()
+        .unwrap_or(json!({}));
+    let mut pod_errs = validate_pod_spec(&pod_spec, &format!("{path}.spec"));
     // The container resources, as the pod spec validation may not check them yet (each error once).
     for list in ["initContainers", "containers"] {
         let containers = pod_spec.get(list).and_then(Value::as_array);
         for (i, c) in containers.into_iter().flatten().enumerate() {
-            let path = format!("spec.template.spec.{list}[{i}].resources");
+            let path = format!("{path}.spec.{list}[{i}].resources");
             for e in resource_requirements(&path, c.get("resources")) {
                 if !pod_errs.contains(&e) {
                     pod_errs.push(e);
@@ -114,6 +116,15 @@ pub(super) fn check_template(spec: &Value, owner: &str, errs: &mut Vec<FieldErro
         }
     }
     errs.extend(pod_errs);
+    errs
+}
+
+/// Upstream's ValidatePodTemplateSpec for a workload, with its rules for workloads: the template's
+/// labels, its pod spec (resources included), restartPolicy Always and no activeDeadlineSeconds
+/// (`owner` names the kind in that message).
+pub(super) fn check_template(spec: &Value, owner: &str, errs: &mut Vec<FieldError>) {
+    errs.extend(pod_template(at(spec, "/template"), "spec.template"));
+    let pod_spec = at(spec, "/template/spec").cloned().unwrap_or(json!({}));
     if let Some(p) = pod_spec.get("restartPolicy").and_then(Value::as_str) {
         if p != "Always" {
             errs.push(FieldError::not_supported(

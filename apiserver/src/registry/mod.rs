@@ -7,6 +7,7 @@ mod admissionregistration;
 pub mod apiextensions;
 mod apps;
 mod apps_status;
+pub mod batch;
 pub mod cel;
 mod cluster;
 mod config;
@@ -160,6 +161,8 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("apps", "DaemonSet") => &WorkloadStrategy(Workload::DaemonSet),
         ("apps", "StatefulSet") => &statefulset::StatefulSetStrategy,
         ("", "ReplicationController") => &replicationcontroller::ReplicationControllerStrategy,
+        ("batch", "Job") => &batch::JobStrategy,
+        ("batch", "CronJob") => &batch::CronJobStrategy,
         ("policy", "PodDisruptionBudget") => &policy::PdbStrategy,
         ("scheduling.k8s.io", "PriorityClass") => &scheduling::PriorityClassStrategy,
         ("node.k8s.io", "RuntimeClass") => &node::RuntimeClassStrategy,

@@ -23,8 +23,13 @@ pub struct WorkloadStrategy(pub Workload);
 /// The pod template's defaults. Upstream defaults requests from limits only in Pods, never in
 /// templates: what the pod spec defaults add to a template's requests is taken back.
 pub(super) fn default_template(obj: &mut Value) {
+    default_pod_template(obj, "/spec/template/spec");
+}
+
+/// The defaults of the template pod spec at `pointer` (the batch kinds' templates too).
+pub(super) fn default_pod_template(obj: &mut Value, pointer: &str) {
     const LISTS: [&str; 2] = ["initContainers", "containers"];
-    let Some(spec) = obj.pointer_mut("/spec/template/spec") else {
+    let Some(spec) = obj.pointer_mut(pointer) else {
         return;
     };
     let given: Vec<Vec<Option<Value>>> = LISTS
