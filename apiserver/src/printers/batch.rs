@@ -85,7 +85,9 @@ pub fn cron_job(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         _ => "<none>".into(),
     };
     let suspend = match obj.pointer("/spec/suspend").and_then(Value::as_bool) {
-        Some(b) => b.to_string(),
+        // Upstream's printBoolPtr.
+        Some(true) => "True".to_string(),
+        Some(false) => "False".to_string(),
         None => "<unset>".into(),
     };
     let active = obj
@@ -183,7 +185,7 @@ mod tests {
                 json!("hello"),
                 json!("*/1 * * * *"),
                 json!("<none>"),
-                json!("false"),
+                json!("False"),
                 json!(1),
                 json!("60s"),
                 json!("10m"),
