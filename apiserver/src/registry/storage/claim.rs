@@ -51,9 +51,11 @@ pub fn validate_spec(spec: &Value, path: &str) -> Vec<FieldError> {
         None | Some(Value::Null) => errs.push(FieldError::required(at, "")),
         Some(v) => match quantity(v) {
             None => errs.push(super::super::rules::invalid_quantity(&at, v)),
-            Some(q) if q.milli_value() <= 0 => {
-                errs.push(FieldError::invalid(at, q.to_string(), "must be greater than zero"))
-            }
+            Some(q) if q.milli_value() <= 0 => errs.push(FieldError::invalid(
+                at,
+                q.to_string(),
+                "must be greater than zero",
+            )),
             Some(_) => {}
         },
     }
@@ -81,7 +83,8 @@ pub fn validate_spec(spec: &Value, path: &str) -> Vec<FieldError> {
 }
 
 fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
-    obj.pointer("/metadata/annotations").and_then(|a| a.get(key))
+    obj.pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
 }
 
 fn storage(obj: &Value, pointer: &str) -> Option<tinykube_proto::quantity::Quantity> {
@@ -103,13 +106,24 @@ pub fn validate_update(new: &Value, old: &Value) -> Vec<FieldError> {
         }
     };
     // The binder sets the volume name once.
-    if old_spec.get("volumeName").and_then(Value::as_str).unwrap_or("").is_empty() {
+    if old_spec
+        .get("volumeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
         let v = new_spec.get("volumeName").cloned();
         set(&mut old_spec, "volumeName", v);
     }
     // The class may be set once when it was unset (matching the beta annotation, if any).
-    let old_class = old_spec.get("storageClassName").filter(|v| !v.is_null()).cloned();
-    let new_class = new_spec.get("storageClassName").filter(|v| !v.is_null()).cloned();
+    let old_class = old_spec
+        .get("storageClassName")
+        .filter(|v| !v.is_null())
+        .cloned();
+    let new_class = new_spec
+        .get("storageClassName")
+        .filter(|v| !v.is_null())
+        .cloned();
     let old_beta = annotation(old, BETA_CLASS);
     if old_class.is_none()
         && new_class.is_some()

@@ -31,7 +31,11 @@ pub fn validate(sc: &Value) -> Vec<FieldError> {
             let mut size = 0;
             for (k, v) in params {
                 if k.is_empty() {
-                    errs.push(FieldError::invalid("parameters", "", "field can not be empty."));
+                    errs.push(FieldError::invalid(
+                        "parameters",
+                        "",
+                        "field can not be empty.",
+                    ));
                 }
                 size += k.len() + v.as_str().map_or(0, str::len);
             }
@@ -42,14 +46,20 @@ pub fn validate(sc: &Value) -> Vec<FieldError> {
     }
     if let Some(p) = sc.get("reclaimPolicy").and_then(Value::as_str) {
         if !p.is_empty() && !RECLAIM_POLICIES.contains(&p) {
-            errs.push(FieldError::not_supported("reclaimPolicy", p, RECLAIM_POLICIES));
+            errs.push(FieldError::not_supported(
+                "reclaimPolicy",
+                p,
+                RECLAIM_POLICIES,
+            ));
         }
     }
     match sc.get("volumeBindingMode").and_then(Value::as_str) {
         None => errs.push(FieldError::required("volumeBindingMode", "")),
-        Some(m) if !BINDING_MODES.contains(&m) => {
-            errs.push(FieldError::not_supported("volumeBindingMode", m, BINDING_MODES))
-        }
+        Some(m) if !BINDING_MODES.contains(&m) => errs.push(FieldError::not_supported(
+            "volumeBindingMode",
+            m,
+            BINDING_MODES,
+        )),
         Some(_) => {}
     }
     errs

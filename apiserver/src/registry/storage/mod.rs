@@ -42,8 +42,7 @@ fn set_status_phase(obj: &mut Value, phase: &str, stamp_transition: bool) {
     };
     let mut status = json!({"phase": phase});
     if stamp_transition {
-        status["lastPhaseTransitionTime"] =
-            crate::object::timestamp(chrono::Utc::now()).into();
+        status["lastPhaseTransitionTime"] = crate::object::timestamp(chrono::Utc::now()).into();
     }
     m.insert("status".into(), status);
 }

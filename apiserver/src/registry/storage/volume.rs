@@ -73,9 +73,11 @@ fn capacity(spec: &Value) -> Vec<FieldError> {
         let at = format!("spec.capacity[{name}]");
         match quantity(v) {
             None => errs.push(super::super::rules::invalid_quantity(&at, v)),
-            Some(q) if q.milli_value() <= 0 => {
-                errs.push(FieldError::invalid(at, q.to_string(), "must be greater than zero"))
-            }
+            Some(q) if q.milli_value() <= 0 => errs.push(FieldError::invalid(
+                at,
+                q.to_string(),
+                "must be greater than zero",
+            )),
             Some(_) => {}
         }
     }
@@ -126,7 +128,9 @@ fn persistent_source(key: &str, s: &Value, path: &str) -> Vec<FieldError> {
             if p.is_empty() {
                 return vec![FieldError::required(format!("{path}.path"), "")];
             }
-            no_backsteps(p, &format!("{path}.path")).into_iter().collect()
+            no_backsteps(p, &format!("{path}.path"))
+                .into_iter()
+                .collect()
         }
         "csi" => {
             let mut errs = source_rules(key, s, path);
@@ -253,7 +257,10 @@ mod tests {
     use serde_json::json;
 
     fn shown(spec: Value) -> Vec<String> {
-        validate_spec(&spec).iter().map(ToString::to_string).collect()
+        validate_spec(&spec)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     #[test]
