@@ -10,11 +10,13 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Endpoints, Namespace, Node, Pod, Service, ServiceAccount,
+    ConfigMap, Endpoints, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
+    ServiceAccount,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::Resource;
 use tinykube_client::reflector::{Informer, Notification, Store};
 use tinykube_client::{Api, Client, Kind, ListParams, Scope};
@@ -98,6 +100,9 @@ pub struct Context {
     pub endpoints: Shared<Endpoints>,
     pub endpointslices: Shared<EndpointSlice>,
     pub clusterroles: Shared<ClusterRole>,
+    pub persistentvolumes: Shared<PersistentVolume>,
+    pub persistentvolumeclaims: Shared<PersistentVolumeClaim>,
+    pub storageclasses: Shared<StorageClass>,
     /// Host name for event sources.
     pub host: String,
     recorders: Mutex<HashMap<String, Arc<EventRecorder>>>,
@@ -158,6 +163,9 @@ impl Context {
             endpoints: Shared::new(&client),
             endpointslices: Shared::new(&client),
             clusterroles: Shared::new(&client),
+            persistentvolumes: Shared::new(&client),
+            persistentvolumeclaims: Shared::new(&client),
+            storageclasses: Shared::new(&client),
             client,
             host,
             recorders: Mutex::new(HashMap::new()),
@@ -194,6 +202,9 @@ impl Context {
             self.endpoints.take_if_used(),
             self.endpointslices.take_if_used(),
             self.clusterroles.take_if_used(),
+            self.persistentvolumes.take_if_used(),
+            self.persistentvolumeclaims.take_if_used(),
+            self.storageclasses.take_if_used(),
         ]
         .into_iter()
         .flatten()

@@ -15,6 +15,7 @@ pub mod patch;
 pub mod quantity;
 pub mod quota;
 pub mod registry;
+pub mod storage;
 pub mod taints;
 pub mod typed;
 
