@@ -74,7 +74,7 @@ pub const REGISTRY: &[Registered] = &[
     },
     Registered {
         name: volume_binding::NAME,
-        points: &[Point::Filter, Point::PreBind],
+        points: &[Point::Filter, Point::Reserve, Point::PreBind],
         weight: 0,
     },
     Registered {
@@ -203,8 +203,9 @@ mod tests {
         );
         assert_eq!(names(Point::PostFilter), ["DefaultPreemption"]);
         assert_eq!(names(Point::Bind), ["DefaultBinder"]);
+        assert_eq!(names(Point::Reserve), ["VolumeBinding"]);
         assert_eq!(names(Point::PreBind), ["VolumeBinding"]);
-        for point in [Point::Reserve, Point::Permit, Point::PostBind] {
+        for point in [Point::Permit, Point::PostBind] {
             assert!(names(point).is_empty(), "{point:?}");
         }
     }

@@ -4,7 +4,9 @@
 //! affinity and whether a WaitForFirstConsumer claim can be met on the node (a matching
 //! volume fits there, or its class provisions); PreBind binds: a matching volume is pre-bound
 //! to the claim, otherwise the claim gets `volume.kubernetes.io/selected-node`, and the
-//! binding waits for the PV controller to finish (at most `bind_timeout`).
+//! binding waits for the PV controller to finish (at most `bind_timeout`). Reserve assumes
+//! nothing: two pods that chose one volume race on its compare-and-swap in PreBind, and the
+//! loser is scheduled again.
 
 use std::sync::Arc;
 use std::time::Duration;
