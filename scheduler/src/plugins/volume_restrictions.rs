@@ -121,14 +121,14 @@ mod tests {
         for (c, want) in table {
             let mut state = CycleState::default();
             assert_eq!(
-                plugin.pre_filter(&user("new", c), &[busy.clone()], &mut state),
+                plugin.pre_filter(&user("new", c), std::slice::from_ref(&busy), &mut state),
                 want,
                 "{c}"
             );
         }
         let mut state = CycleState::default();
         assert_eq!(
-            plugin.pre_filter(&user("a", "solo"), &[busy.clone()], &mut state),
+            plugin.pre_filter(&user("a", "solo"), std::slice::from_ref(&busy), &mut state),
             Status::Success
         );
         assert!(plugin
