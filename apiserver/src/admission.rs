@@ -2,11 +2,13 @@
 //! requests and limits are defaulted and bounded by the namespace's LimitRanges
 //! (`limitranger`), its priority comes from its PriorityClass and its overhead and scheduling
 //! constraints from its RuntimeClass, a new Node gets the not-ready taint
-//! (TaintNodesByCondition), a Namespace its `kubernetes.io/metadata.name` label, and a
+//! (TaintNodesByCondition), a Namespace its `kubernetes.io/metadata.name` label, a claim its
+//! default StorageClass and claims and volumes their protection finalizers (`storage`), and a
 //! namespaced create is charged to the namespace's ResourceQuotas (`resourcequota`).
 
 mod limitranger;
 mod resourcequota;
+pub mod storage;
 
 use serde_json::{json, Value};
 use tinykube_proto::registry::{self, ResourceInfo};
@@ -62,6 +64,14 @@ pub fn on_create(state: &AppState, info: &ResourceInfo, obj: &mut Value) -> ApiR
         }
         ("", "Node") => {
             taint_not_ready(obj);
+            Ok(())
+        }
+        ("", "PersistentVolumeClaim") => {
+            storage::protect(obj, storage::PVC_PROTECTION);
+            storage::default_claim_class(state, obj)
+        }
+        ("", "PersistentVolume") => {
+            storage::protect(obj, storage::PV_PROTECTION);
             Ok(())
         }
         ("", "Namespace") => {

@@ -8,6 +8,7 @@ mod admission;
 mod authz;
 mod convert;
 mod crds;
+mod default_class;
 mod discovery;
 mod error;
 mod fieldmanager;
@@ -102,7 +103,9 @@ pub enum ServerError {
     },
     #[error("the cluster CA: {0}")]
     Keys(#[source] identity::KeyError),
-    #[error("creating the initial namespaces, priority classes and RBAC policy: {0}")]
+    #[error(
+        "creating the initial namespaces, priority classes, StorageClass and RBAC policy: {0}"
+    )]
     Bootstrap(#[source] ApiError),
     #[error("repairing the service allocations and the kubernetes service: {0}")]
     Services(#[source] ApiError),
@@ -246,6 +249,11 @@ pub async fn serve(
         None => None,
     };
     let objects = storage::Objects::new(store.clone());
+    if default_class::first_start(&objects).map_err(ServerError::Bootstrap)? {
+        default_class::create(&objects)
+            .await
+            .map_err(ServerError::Bootstrap)?;
+    }
     bootstrap(&objects).await.map_err(ServerError::Bootstrap)?;
     authz::bootstrap::ensure(&objects)
         .await

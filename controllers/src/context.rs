@@ -13,12 +13,13 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Endpoints, Namespace, Node, PersistentVolumeClaim, Pod, ReplicationController,
-    Service, ServiceAccount,
+    ConfigMap, Endpoints, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+    ReplicationController, Service, ServiceAccount,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::Resource;
 use tinykube_client::reflector::{Informer, Notification, Store};
 use tinykube_client::{Api, Client, Kind, ListParams, Scope};
@@ -107,6 +108,8 @@ pub struct Context {
     pub statefulsets: Shared<StatefulSet>,
     pub replicationcontrollers: Shared<ReplicationController>,
     pub persistentvolumeclaims: Shared<PersistentVolumeClaim>,
+    pub persistentvolumes: Shared<PersistentVolume>,
+    pub storageclasses: Shared<StorageClass>,
     /// Host name for event sources.
     pub host: String,
     recorders: Mutex<HashMap<String, Arc<EventRecorder>>>,
@@ -178,6 +181,8 @@ impl Context {
             statefulsets: Shared::new(&client),
             replicationcontrollers: Shared::new(&client),
             persistentvolumeclaims: Shared::new(&client),
+            persistentvolumes: Shared::new(&client),
+            storageclasses: Shared::new(&client),
             client,
             host,
             recorders: Mutex::new(HashMap::new()),
@@ -219,6 +224,8 @@ impl Context {
             self.statefulsets.take_if_used(),
             self.replicationcontrollers.take_if_used(),
             self.persistentvolumeclaims.take_if_used(),
+            self.persistentvolumes.take_if_used(),
+            self.storageclasses.take_if_used(),
         ]
         .into_iter()
         .flatten()

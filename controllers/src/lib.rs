@@ -1,8 +1,10 @@
 //! tinykube-controller-manager: the controllers that make workloads happen (Endpoints and
-//! EndpointSlices of Services, ReplicaSet, DaemonSet,
-//! Deployment, Job, the garbage collectors of owned objects and of pods, namespace lifecycle, node
-//! lifecycle, disruption budgets, node TTLs, ServiceAccounts, quotas, aggregated ClusterRoles), each a reconcile loop over shared informer caches
-//! with a rate-limited work queue keyed by object.
+//! EndpointSlices of Services, ReplicaSet, DaemonSet, Deployment, StatefulSet,
+//! ReplicationController, Job, CronJob, the garbage collectors of owned objects, of pods and of
+//! finished Jobs, namespace lifecycle, node lifecycle, disruption budgets, node TTLs,
+//! ServiceAccounts, quotas, aggregated ClusterRoles, persistent volume binding and
+//! provisioning, volume and claim protection), each a reconcile loop over shared informer
+//! caches with a rate-limited work queue keyed by object.
 //!
 //! One entry, [`run`]. It campaigns for the `kube-controller-manager` Lease when asked to,
 //! builds the shared [`context::Context`], starts every enabled controller of the
@@ -24,8 +26,11 @@ pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod owned;
+pub mod persistentvolume;
 pub mod podaddress;
 pub mod podgc;
+pub mod pvcprotection;
+pub mod pvprotection;
 pub mod registry;
 pub mod replicaset;
 pub mod resourcequota;

@@ -103,6 +103,18 @@ pub const CONTROLLERS: &[Entry] = &[
         name: "clusterrole-aggregation",
         start: Some(crate::clusterroleaggregation::start),
     },
+    Entry {
+        name: "persistentvolume-binder",
+        start: Some(crate::persistentvolume::start),
+    },
+    Entry {
+        name: "persistentvolume-protection",
+        start: Some(crate::pvprotection::start),
+    },
+    Entry {
+        name: "persistentvolumeclaim-protection",
+        start: Some(crate::pvcprotection::start),
+    },
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,7 +3,8 @@
 //!
 //! One entry, [`run`]. Informers of pods (indexed by node) and nodes feed a [`queue::Queue`];
 //! each popped pod goes through [`schedule_one`] against a [`cache::Cache`] snapshot. Informers
-//! of PodDisruptionBudgets, ReplicaSets and Namespaces serve the plugins through the
+//! of PodDisruptionBudgets, ReplicaSets, Namespaces, PersistentVolumeClaims, PersistentVolumes
+//! and StorageClasses serve the plugins through the
 //! [`framework::Handle`].
 
 pub mod binding;
@@ -19,8 +20,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Event, Namespace, Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{
+    Event, Namespace, Node, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -296,6 +300,21 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
     let mut rs_store = replica_sets.store();
     let namespaces = Informer::new(Api::<Namespace>::all(client.clone()), ListParams::default());
     let mut ns_store = namespaces.store();
+    let claims = Informer::new(
+        Api::<PersistentVolumeClaim>::all(client.clone()),
+        ListParams::default(),
+    );
+    let volumes = Informer::new(
+        Api::<PersistentVolume>::all(client.clone()),
+        ListParams::default(),
+    );
+    let classes = Informer::new(
+        Api::<StorageClass>::all(client.clone()),
+        ListParams::default(),
+    );
+    let (mut claim_store, mut volume_store, mut class_store) =
+        (claims.store(), volumes.store(), classes.store());
+    let (mut claim_events, mut volume_events) = (claims.subscribe(), volumes.subscribe());
     let (mut pod_store, mut node_store) = (pods.store(), nodes.store());
     let (mut pod_events, mut node_events) = (pods.subscribe(), nodes.subscribe());
     let rng = match config.seed {
@@ -307,6 +326,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         replica_sets: Arc::new(rs_store.clone()),
         pdbs: Arc::new(pdb_store.clone()),
         namespaces: Arc::new(ns_store.clone()),
+        claims: Arc::new(claim_store.clone()),
+        volumes: Arc::new(volume_store.clone()),
+        classes: Arc::new(class_store.clone()),
         waiting: Default::default(),
     };
     let sched = Arc::new(Scheduler {
@@ -350,7 +372,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
             nodes.run(),
             pdbs.run(),
             replica_sets.run(),
-            namespaces.run()
+            namespaces.run(),
+            claims.run(),
+            volumes.run(),
+            classes.run()
         );
     });
 
@@ -404,6 +429,15 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
                         Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => sched.queue.cluster_changed(),
                         Err(_) => return,
                     },
+                    // A claim or volume that appears or binds may be what a pod waits for.
+                    n = claim_events.recv() => match n {
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => sched.queue.cluster_changed(),
+                        Err(_) => return,
+                    },
+                    n = volume_events.recv() => match n {
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => sched.queue.cluster_changed(),
+                        Err(_) => return,
+                    },
                 }
             }
         })
@@ -414,6 +448,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
     pdb_store.wait_ready().await;
     rs_store.wait_ready().await;
     ns_store.wait_ready().await;
+    claim_store.wait_ready().await;
+    volume_store.wait_ready().await;
+    class_store.wait_ready().await;
     for p in sched.cache.pods.list() {
         if sched.responsible_for(&p) {
             sched.queue.add(&key_of(p.as_ref()), priority(&p));

@@ -11,6 +11,7 @@ pub mod custom;
 mod quota;
 mod rbac;
 mod services;
+mod storage;
 mod workloads;
 
 use std::collections::HashMap;
@@ -49,6 +50,9 @@ fn all_columns() -> &'static HashMap<String, Vec<Column>> {
         let rbac: HashMap<String, Vec<Column>> =
             serde_json::from_str(include_str!("rbac.json")).unwrap_or_default();
         all.extend(rbac);
+        let storage: HashMap<String, Vec<Column>> =
+            serde_json::from_str(include_str!("storage.json")).unwrap_or_default();
+        all.extend(storage);
         all
     })
 }
@@ -82,6 +86,9 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("policy", "PodDisruptionBudget") => "PodDisruptionBudget",
         ("scheduling.k8s.io", "PriorityClass") => "PriorityClass",
         ("node.k8s.io", "RuntimeClass") => "RuntimeClass",
+        ("", "PersistentVolume") => "PersistentVolume",
+        ("", "PersistentVolumeClaim") => "PersistentVolumeClaim",
+        ("storage.k8s.io", "StorageClass") => "StorageClass",
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
             "ValidatingAdmissionPolicy"
         }
@@ -133,6 +140,9 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "PodDisruptionBudget" => cluster::pdb(obj, now),
         "PriorityClass" => cluster::priority_class(obj, now),
         "RuntimeClass" => cluster::runtime_class(obj, now),
+        "PersistentVolume" => storage::persistent_volume(obj, now),
+        "PersistentVolumeClaim" => storage::persistent_volume_claim(obj, now),
+        "StorageClass" => storage::storage_class(obj, now),
         "ValidatingAdmissionPolicy" => admission::validating_admission_policy(obj, now),
         "ValidatingAdmissionPolicyBinding" => {
             admission::validating_admission_policy_binding(obj, now)

@@ -34,6 +34,7 @@ pub mod schema;
 mod semantic;
 pub mod service;
 mod statefulset;
+mod storage;
 mod workloads;
 
 use std::sync::Arc;
@@ -177,6 +178,9 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
             &admissionregistration::BindingStrategy
         }
+        ("", "PersistentVolume") => &storage::PersistentVolumeStrategy,
+        ("", "PersistentVolumeClaim") => &storage::PersistentVolumeClaimStrategy,
+        ("storage.k8s.io", "StorageClass") => &storage::StorageClassStrategy,
         ("rbac.authorization.k8s.io", "Role") => &rbac::RoleStrategy,
         ("rbac.authorization.k8s.io", "ClusterRole") => &rbac::ClusterRoleStrategy,
         ("rbac.authorization.k8s.io", "RoleBinding") => &rbac::BindingStrategy { namespaced: true },

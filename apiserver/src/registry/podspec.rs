@@ -21,7 +21,8 @@ use super::names::{label_errors, subdomain_errors, validate_labels};
 use super::rules::resource_requirements;
 
 pub use defaults::{default_pod_spec, default_tolerations, qos_class};
-pub use scheduling::{taint_effect, tolerations};
+pub use scheduling::{node_selector_term, taint_effect, tolerations};
+pub use volumes::{no_backsteps, source_rules};
 
 const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
 const DNS_POLICIES: &[&str] = &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];

@@ -1,15 +1,18 @@
 //! A pod's volumes and its containers' filesystems, as the kubelet mounts them: `emptyDir`
 //! (one tree shared by the pod's containers), `configMap`, `secret`, `downwardAPI` and
 //! `projected` (their keys as read-only files with their real content; the ServiceAccount
-//! token from the TokenRequest API), `hostPath` (one tree per node and path). A missing
-//! ConfigMap or Secret holds the pod in `ContainerCreating` with upstream's FailedMount
-//! message until it exists. Each container also gets `/etc/hosts`, `/etc/hostname` and
+//! token from the TokenRequest API), `hostPath` (one tree per node and path) and
+//! `persistentVolumeClaim` (the bound volume's tree: its hostPath or local path on this node,
+//! else one tree per volume name, so its files outlive the pods that use it). A missing
+//! ConfigMap or Secret, or a claim that is missing, being deleted or not Bound, holds the pod
+//! in `ContainerCreating` with upstream's FailedMount message until it is there. Each container also gets `/etc/hosts`, `/etc/hostname` and
 //! `/etc/resolv.conf` as the kubelet writes them.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, DownwardAPIVolumeFile, KeyToPath, Pod, Secret, Volume as PodVolume,
+    ConfigMap, Container, DownwardAPIVolumeFile, KeyToPath, PersistentVolume,
+    PersistentVolumeClaim, Pod, Secret, Volume as PodVolume,
 };
 use serde_json::json;
 use tinykube_client::{Api, Client};
@@ -27,7 +30,38 @@ pub(crate) async fn mount_all(
 ) -> Result<PodVolumes, String> {
     let mut out = PodVolumes::new();
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
-    for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+    let volumes: Vec<&PodVolume> = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .collect();
+    // Claims first, as the volume manager's populator processes them before mounting.
+    let (mut failed, mut reason) = (Vec::new(), None);
+    for v in &volumes {
+        let Some(c) = &v.persistent_volume_claim else {
+            continue;
+        };
+        match claim_path(client, &ns, &c.claim_name).await {
+            Ok(path) => {
+                let read_only = c.read_only == Some(true);
+                out.insert(v.name.clone(), (host_paths(&path), read_only));
+            }
+            Err(e) => {
+                failed.push(v.name.clone());
+                reason.get_or_insert(format!("error processing PVC {ns}/{}: {e}", c.claim_name));
+            }
+        }
+    }
+    if let Some(reason) = reason {
+        let names = failed.join(" ");
+        return Err(format!(
+            "Unable to attach or mount volumes: unmounted volumes=[{names}], unattached volumes=[], failed to process volumes=[{names}]: {reason}"
+        ));
+    }
+    for v in volumes {
+        if v.persistent_volume_claim.is_some() {
+            continue;
+        }
         let vol = make(client, &ns, pod, v, host_paths)
             .await
             .map_err(|e| format!("MountVolume.SetUp failed for volume \"{}\" : {e}", v.name))?;
@@ -100,6 +134,46 @@ async fn make(
     }
     // emptyDir, and kinds not simulated (their data is empty).
     Ok(Volume::empty())
+}
+
+/// The node path of the volume a claim is bound to: its hostPath or local path, else a
+/// directory of its own under the kubelet's.
+async fn claim_path(client: &Client, ns: &str, claim: &str) -> Result<String, String> {
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let pvc = match claims.get_opt(claim).await {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            return Err(format!(
+                "failed to fetch PVC from API server: persistentvolumeclaims {claim:?} not found"
+            ))
+        }
+        Err(e) => return Err(format!("failed to fetch PVC from API server: {e}")),
+    };
+    if pvc.metadata.deletion_timestamp.is_some() {
+        return Err(format!(
+            "can't start pod because PVC {ns}/{claim} is being deleted"
+        ));
+    }
+    if !tinykube_proto::storage::is_bound(&pvc) {
+        return Err("PVC is not bound".into());
+    }
+    let name = pvc.spec.and_then(|s| s.volume_name).unwrap_or_default();
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let pv = match volumes.get_opt(&name).await {
+        Ok(Some(v)) => v,
+        Ok(None) => {
+            return Err(format!(
+                "failed to fetch PV {name:?} from API server: persistentvolumes {name:?} not found"
+            ))
+        }
+        Err(e) => return Err(format!("failed to fetch PV {name:?} from API server: {e}")),
+    };
+    let spec = pv.spec.unwrap_or_default();
+    Ok(match (spec.host_path, spec.local) {
+        (Some(h), _) => h.path,
+        (None, Some(l)) => l.path,
+        _ => format!("/var/lib/kubelet/pods/volumes/kubernetes.io~pv/{name}"),
+    })
 }
 
 /// The files of one source of a projected volume.

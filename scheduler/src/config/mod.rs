@@ -465,7 +465,7 @@ profiles:
 
     #[test]
     fn the_binding_points_are_configurable() {
-        // Inert plugins may be named at any point; DefaultBinder only at bind.
+        // VolumeBinding extends reserve and preBind; DefaultBinder only bind.
         let text = format!(
             "{HEAD}profiles:
 - plugins:
@@ -488,12 +488,9 @@ profiles:
         let loaded = parse(&text, "c.yaml").unwrap();
         let p = &loaded.profiles[0];
         assert_eq!(names(p, Point::Bind), [("DefaultBinder", 0)]);
-        for point in [
-            Point::Reserve,
-            Point::Permit,
-            Point::PreBind,
-            Point::PostBind,
-        ] {
+        assert_eq!(names(p, Point::Reserve), [("VolumeBinding", 0)]);
+        assert_eq!(names(p, Point::PreBind), [("VolumeBinding", 0)]);
+        for point in [Point::Permit, Point::PostBind] {
             assert!(names(p, point).is_empty(), "{point:?}");
         }
     }

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::Resource;
 use tinykube_client::reflector::{key_of, Store};
 use tinykube_client::{Client, Kind, Scope};
@@ -73,6 +74,11 @@ pub struct Handle {
     pub pdbs: Arc<dyn Lister<PodDisruptionBudget>>,
     /// Namespaces, whose labels pod (anti-)affinity's `namespaceSelector`s match.
     pub namespaces: Arc<dyn Lister<Namespace>>,
+    /// PersistentVolumeClaims, PersistentVolumes and StorageClasses, which VolumeBinding and
+    /// VolumeRestrictions read.
+    pub claims: Arc<dyn Lister<PersistentVolumeClaim>>,
+    pub volumes: Arc<dyn Lister<PersistentVolume>>,
+    pub classes: Arc<dyn Lister<StorageClass>>,
     /// Pods held at Permit.
     pub waiting: WaitingPods,
 }
@@ -88,6 +94,9 @@ impl Handle {
             replica_sets: Arc::new(Fixed::<ReplicaSet>::new([])),
             pdbs: Arc::new(Fixed::<PodDisruptionBudget>::new([])),
             namespaces: Arc::new(Fixed::<Namespace>::new([])),
+            claims: Arc::new(Fixed::<PersistentVolumeClaim>::new([])),
+            volumes: Arc::new(Fixed::<PersistentVolume>::new([])),
+            classes: Arc::new(Fixed::<StorageClass>::new([])),
             waiting: WaitingPods::default(),
         }
     }

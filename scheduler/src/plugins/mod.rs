@@ -12,6 +12,8 @@ pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
 pub mod taint_toleration;
+pub mod volume_binding;
+pub mod volume_restrictions;
 
 /// The unit tests' pods and nodes.
 #[cfg(test)]
@@ -66,6 +68,16 @@ pub const REGISTRY: &[Registered] = &[
         weight: 1,
     },
     Registered {
+        name: volume_restrictions::NAME,
+        points: FILTER,
+        weight: 0,
+    },
+    Registered {
+        name: volume_binding::NAME,
+        points: &[Point::Filter, Point::Reserve, Point::PreBind],
+        weight: 0,
+    },
+    Registered {
         name: pod_topology_spread::NAME,
         points: FILTER_SCORE,
         weight: 2,
@@ -92,15 +104,13 @@ pub const REGISTRY: &[Registered] = &[
     },
 ];
 
-/// Upstream plugins with nothing to do in tinykube (no volumes, images, claims, gates; the
-/// queue sorts by priority anyway): accepted in a configuration, so that upstream's examples
-/// load, and ignored.
+/// Upstream plugins with nothing to do in tinykube (no images, zones, CSI drivers and their
+/// volume limits, resource claims, gates; the queue sorts by priority anyway): accepted in a
+/// configuration, so that upstream's examples load, and ignored.
 pub const INERT: &[&str] = &[
     "PrioritySort",
     "SchedulingGates",
     "ImageLocality",
-    "VolumeBinding",
-    "VolumeRestrictions",
     "VolumeZone",
     "NodeVolumeLimits",
     "EBSLimits",
@@ -142,6 +152,16 @@ pub fn new(name: &str, args: &Args, handle: &Handle) -> Option<Arc<dyn Plugin>> 
             namespaces: handle.namespaces.clone(),
         }),
         default_binder::NAME => Arc::new(default_binder::DefaultBinder::new(handle.client.clone())),
+        volume_binding::NAME => Arc::new(volume_binding::VolumeBinding {
+            client: handle.client.clone(),
+            claims: handle.claims.clone(),
+            volumes: handle.volumes.clone(),
+            classes: handle.classes.clone(),
+            bind_timeout: volume_binding::BIND_TIMEOUT,
+        }),
+        volume_restrictions::NAME => Arc::new(volume_restrictions::VolumeRestrictions {
+            claims: handle.claims.clone(),
+        }),
         _ => return None,
     })
 }
@@ -164,6 +184,8 @@ mod tests {
                 "NodeAffinity",
                 "NodePorts",
                 "NodeResourcesFit",
+                "VolumeRestrictions",
+                "VolumeBinding",
                 "PodTopologySpread",
                 "InterPodAffinity",
             ]
@@ -181,12 +203,9 @@ mod tests {
         );
         assert_eq!(names(Point::PostFilter), ["DefaultPreemption"]);
         assert_eq!(names(Point::Bind), ["DefaultBinder"]);
-        for point in [
-            Point::Reserve,
-            Point::Permit,
-            Point::PreBind,
-            Point::PostBind,
-        ] {
+        assert_eq!(names(Point::Reserve), ["VolumeBinding"]);
+        assert_eq!(names(Point::PreBind), ["VolumeBinding"]);
+        for point in [Point::Permit, Point::PostBind] {
             assert!(names(point).is_empty(), "{point:?}");
         }
     }

@@ -124,7 +124,8 @@ fn node_selector_requirement(r: &Value, allow_invalid_values: bool, path: &str) 
     errs
 }
 
-fn node_selector_term(term: &Value, allow_invalid_values: bool, path: &str) -> Vec<FieldError> {
+/// One node selector term at `path` (pod node affinity, a PersistentVolume's node affinity).
+pub fn node_selector_term(term: &Value, allow_invalid_values: bool, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (j, r) in items(term.get("matchExpressions")) {
         errs.extend(node_selector_requirement(

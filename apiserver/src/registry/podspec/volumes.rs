@@ -79,7 +79,7 @@ impl Volumes {
 }
 
 /// No `..` element in `target` (upstream's validatePathNoBacksteps).
-fn no_backsteps(target: &str, field: &str) -> Option<FieldError> {
+pub fn no_backsteps(target: &str, field: &str) -> Option<FieldError> {
     target
         .split('/')
         .any(|part| part == "..")
@@ -275,7 +275,8 @@ fn projected(p: &Value, path: &str) -> Vec<FieldError> {
 }
 
 /// The rules of one source at `path` (`spec.volumes[0].<source>`).
-fn source_rules(key: &str, s: &Value, path: &str) -> Vec<FieldError> {
+/// The rules of one volume source `key` at `path` (also a PersistentVolume's source).
+pub fn source_rules(key: &str, s: &Value, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let required = |field: &str, errs: &mut Vec<FieldError>| {
         if str_at(s, field).is_empty() {
