@@ -55,4 +55,5 @@ labs! {
     services => "13-services.md",
     limits_and_quotas => "14-limits-and-quotas.md",
     probes_restarts_logs => "15-probes-restarts-logs.md",
+    statefulsets => "17-statefulsets.md",
 }
