@@ -5,6 +5,7 @@ mod containers;
 mod custom;
 mod kubelet;
 mod scheduler;
+mod workloads;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -105,6 +106,26 @@ enum Bench {
         /// the run (initialDelaySeconds of a day).
         #[arg(long)]
         dormant_probe: bool,
+    },
+    /// Workload controllers on `tinykube up`: a Job of many completions until Complete, and a
+    /// Parallel StatefulSet until every replica is Ready.
+    Workloads {
+        /// Nodes of the cluster.
+        #[arg(long, default_value_t = 3)]
+        nodes: usize,
+        /// Completions of the Job (0 skips it).
+        #[arg(long, default_value_t = 1000)]
+        completions: usize,
+        /// The Job's parallelism.
+        #[arg(long, default_value_t = 100)]
+        parallelism: usize,
+        /// Replicas of the StatefulSet (0 skips it).
+        #[arg(long, default_value_t = 100)]
+        replicas: usize,
+        /// Give each replica no claim (the default is one 1Gi claim each, dynamically
+        /// provisioned).
+        #[arg(long)]
+        no_claims: bool,
     },
 }
 
@@ -408,6 +429,15 @@ async fn main() -> Result<()> {
                 dormant_probe,
             )
             .await
+        }
+        Bench::Workloads {
+            nodes,
+            completions,
+            parallelism,
+            replicas,
+            no_claims,
+        } => {
+            workloads::bench_workloads(nodes, completions, parallelism, replicas, !no_claims).await
         }
     }
 }

@@ -19,9 +19,10 @@ pub mod schedule_one;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     Event, Namespace, Node, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod,
+    ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -298,6 +299,17 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         ListParams::default(),
     );
     let mut rs_store = replica_sets.store();
+    let services = Informer::new(Api::<Service>::all(client.clone()), ListParams::default());
+    let rcs = Informer::new(
+        Api::<ReplicationController>::all(client.clone()),
+        ListParams::default(),
+    );
+    let stateful_sets = Informer::new(
+        Api::<StatefulSet>::all(client.clone()),
+        ListParams::default(),
+    );
+    let (mut svc_store, mut rc_store, mut sts_store) =
+        (services.store(), rcs.store(), stateful_sets.store());
     let namespaces = Informer::new(Api::<Namespace>::all(client.clone()), ListParams::default());
     let mut ns_store = namespaces.store();
     let claims = Informer::new(
@@ -323,7 +335,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
     };
     let handle = framework::Handle {
         client: client.clone(),
-        replica_sets: Arc::new(rs_store.clone()),
+        selectors: plugins::pod_topology_spread::Selectors {
+            services: Arc::new(svc_store.clone()),
+            replication_controllers: Arc::new(rc_store.clone()),
+            replica_sets: Arc::new(rs_store.clone()),
+            stateful_sets: Arc::new(sts_store.clone()),
+        },
         pdbs: Arc::new(pdb_store.clone()),
         namespaces: Arc::new(ns_store.clone()),
         claims: Arc::new(claim_store.clone()),
@@ -372,6 +389,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
             nodes.run(),
             pdbs.run(),
             replica_sets.run(),
+            services.run(),
+            rcs.run(),
+            stateful_sets.run(),
             namespaces.run(),
             claims.run(),
             volumes.run(),
@@ -447,6 +467,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
     node_store.wait_ready().await;
     pdb_store.wait_ready().await;
     rs_store.wait_ready().await;
+    svc_store.wait_ready().await;
+    rc_store.wait_ready().await;
+    sts_store.wait_ready().await;
     ns_store.wait_ready().await;
     claim_store.wait_ready().await;
     volume_store.wait_ready().await;

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -68,8 +67,9 @@ impl<K: Send + Sync> Lister<K> for Fixed<K> {
 pub struct Handle {
     /// For binding plugins (DefaultBinder); filter and score plugins never do I/O.
     pub client: Client,
-    /// ReplicaSets, whose selectors are PodTopologySpread's default selectors.
-    pub replica_sets: Arc<dyn Lister<ReplicaSet>>,
+    /// Services, ReplicationControllers, ReplicaSets and StatefulSets, whose selectors are
+    /// PodTopologySpread's default selectors.
+    pub selectors: crate::plugins::pod_topology_spread::Selectors,
     /// PodDisruptionBudgets, which DefaultPreemption weighs.
     pub pdbs: Arc<dyn Lister<PodDisruptionBudget>>,
     /// Namespaces, whose labels pod (anti-)affinity's `namespaceSelector`s match.
@@ -91,7 +91,7 @@ impl Handle {
             .expect("a client needs no I/O to build");
         Handle {
             client,
-            replica_sets: Arc::new(Fixed::<ReplicaSet>::new([])),
+            selectors: Default::default(),
             pdbs: Arc::new(Fixed::<PodDisruptionBudget>::new([])),
             namespaces: Arc::new(Fixed::<Namespace>::new([])),
             claims: Arc::new(Fixed::<PersistentVolumeClaim>::new([])),

@@ -146,7 +146,7 @@ pub fn new(name: &str, args: &Args, handle: &Handle) -> Option<Arc<dyn Plugin>> 
         balanced_allocation::NAME => Arc::new(balanced_allocation::BalancedAllocation),
         pod_topology_spread::NAME => Arc::new(pod_topology_spread::PodTopologySpread {
             defaults: args.spread.clone(),
-            replica_sets: handle.replica_sets.clone(),
+            selectors: handle.selectors.clone(),
         }),
         inter_pod_affinity::NAME => Arc::new(inter_pod_affinity::InterPodAffinity {
             namespaces: handle.namespaces.clone(),

@@ -7,16 +7,16 @@
 //!
 //! A pod without constraints of its own gets the profile's default constraints (upstream's
 //! `defaultingType: System` by default: hostname maxSkew 3 and zone maxSkew 5, both
-//! ScheduleAnyway), selecting pods as upstream's DefaultSelector: by the selector of the
-//! ReplicaSet that controls the pod. tinykube serves no Services, ReplicationControllers or
-//! StatefulSets, so those selectors never apply; a pod no ReplicaSet controls gets no defaults.
+//! ScheduleAnyway), selecting pods as upstream's DefaultSelector: by the selectors of the
+//! Services that select the pod, merged with the selector of the ReplicationController,
+//! ReplicaSet or StatefulSet that controls it; a pod none of them selects gets no defaults.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Pod, TopologySpreadConstraint};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Pod, ReplicationController, Service, TopologySpreadConstraint};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use tinykube_proto::labels::Selector;
 
 use super::node_affinity::required_matches;
@@ -52,19 +52,39 @@ impl Default for Defaults {
 
 pub struct PodTopologySpread {
     pub defaults: Defaults,
-    /// ReplicaSets, whose selectors the default constraints select pods by.
-    pub replica_sets: Arc<dyn Lister<ReplicaSet>>,
+    /// What the default constraints select pods by.
+    pub selectors: Selectors,
 }
 
 impl Default for PodTopologySpread {
-    /// No default constraints and no ReplicaSets.
+    /// No default constraints and nothing to select by.
     fn default() -> Self {
         PodTopologySpread {
             defaults: Defaults {
                 constraints: Vec::new(),
                 system: false,
             },
+            selectors: Selectors::default(),
+        }
+    }
+}
+
+/// The objects whose selectors upstream's DefaultSelector merges.
+#[derive(Clone)]
+pub struct Selectors {
+    pub services: Arc<dyn Lister<Service>>,
+    pub replication_controllers: Arc<dyn Lister<ReplicationController>>,
+    pub replica_sets: Arc<dyn Lister<ReplicaSet>>,
+    pub stateful_sets: Arc<dyn Lister<StatefulSet>>,
+}
+
+impl Default for Selectors {
+    fn default() -> Self {
+        Selectors {
+            services: Arc::new(Fixed::<Service>::new([])),
+            replication_controllers: Arc::new(Fixed::<ReplicationController>::new([])),
             replica_sets: Arc::new(Fixed::<ReplicaSet>::new([])),
+            stateful_sets: Arc::new(Fixed::<StatefulSet>::new([])),
         }
     }
 }
@@ -82,23 +102,69 @@ pub fn system_defaults() -> Vec<TopologySpreadConstraint> {
         .collect()
 }
 
-/// Upstream's DefaultSelector, over what tinykube serves: the selector of the `apps/v1`
-/// ReplicaSet that controls `pod`, when it is in the cache and selects something.
-pub fn default_selector(pod: &Pod, replica_sets: &dyn Lister<ReplicaSet>) -> Option<LabelSelector> {
+/// Upstream's DefaultSelector: the selectors of the Services in the pod's namespace that
+/// select it, merged with the selector of the ReplicationController, `apps/v1` ReplicaSet or
+/// StatefulSet that controls it (found by name in the caches); `None` when that selects
+/// nothing (no Service and no such controller, or empty selectors).
+pub fn default_selector(pod: &Pod, from: &Selectors) -> Option<LabelSelector> {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let mut match_labels: BTreeMap<String, String> = BTreeMap::new();
+    for svc in from.services.list() {
+        if svc.metadata.namespace.as_deref().unwrap_or("default") != ns {
+            continue;
+        }
+        let Some(selector) = svc.spec.as_ref().and_then(|s| s.selector.as_ref()) else {
+            continue;
+        };
+        if selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
+            match_labels.extend(selector.clone());
+        }
+    }
+    let mut expressions: Vec<LabelSelectorRequirement> = Vec::new();
     let owner = pod
         .metadata
         .owner_references
         .iter()
         .flatten()
-        .find(|o| o.controller == Some(true))?;
-    if owner.api_version != "apps/v1" || owner.kind != "ReplicaSet" {
+        .find(|o| o.controller == Some(true));
+    let key = |name: &str| format!("{ns}/{name}");
+    let mut add = |selector: &LabelSelector| {
+        if Selector::from_label_selector(selector).is_ok() {
+            match_labels.extend(selector.match_labels.clone().unwrap_or_default());
+            expressions.extend(selector.match_expressions.clone().unwrap_or_default());
+        }
+    };
+    match owner.map(|o| (o.api_version.as_str(), o.kind.as_str(), o.name.as_str())) {
+        Some(("v1", "ReplicationController", name)) => {
+            if let Some(rc) = from.replication_controllers.get(&key(name)) {
+                let selector = rc.spec.as_ref().and_then(|s| s.selector.clone());
+                match_labels.extend(selector.unwrap_or_default());
+            }
+        }
+        Some(("apps/v1", "ReplicaSet", name)) => {
+            if let Some(rs) = from.replica_sets.get(&key(name)) {
+                if let Some(spec) = rs.spec.as_ref() {
+                    add(&spec.selector);
+                }
+            }
+        }
+        Some(("apps/v1", "StatefulSet", name)) => {
+            if let Some(sts) = from.stateful_sets.get(&key(name)) {
+                if let Some(spec) = sts.spec.as_ref() {
+                    add(&spec.selector);
+                }
+            }
+        }
+        _ => {}
+    }
+    if match_labels.is_empty() && expressions.is_empty() {
         return None;
     }
-    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let rs = replica_sets.get(&format!("{ns}/{}", owner.name))?;
-    let selector = rs.spec.as_ref()?.selector.clone();
-    let parsed = Selector::from_label_selector(&selector).ok()?;
-    (!parsed.is_everything()).then_some(selector)
+    Some(LabelSelector {
+        match_labels: (!match_labels.is_empty()).then_some(match_labels),
+        match_expressions: (!expressions.is_empty()).then_some(expressions),
+    })
 }
 
 impl PodTopologySpread {
@@ -122,7 +188,7 @@ impl PodTopologySpread {
         if defaults.is_empty() {
             return Vec::new();
         }
-        let Some(selector) = default_selector(pod, self.replica_sets.as_ref()) else {
+        let Some(selector) = default_selector(pod, &self.selectors) else {
             return Vec::new();
         };
         defaults
@@ -514,45 +580,102 @@ mod tests {
         .unwrap()
     }
 
+    fn selectors(rs: Vec<ReplicaSet>, others: Value) -> Selectors {
+        let list = |k: &str| others[k].as_array().cloned().unwrap_or_default();
+        Selectors {
+            services: Arc::new(Fixed::new(
+                list("services")
+                    .into_iter()
+                    .map(|v| serde_json::from_value(v).unwrap()),
+            )),
+            replication_controllers: Arc::new(Fixed::new(
+                list("rcs")
+                    .into_iter()
+                    .map(|v| serde_json::from_value(v).unwrap()),
+            )),
+            replica_sets: Arc::new(Fixed::new(rs)),
+            stateful_sets: Arc::new(Fixed::new(
+                list("sts")
+                    .into_iter()
+                    .map(|v| serde_json::from_value(v).unwrap()),
+            )),
+        }
+    }
+
     #[test]
-    fn default_constraints_select_by_the_owning_replica_set() {
-        let rs = Arc::new(Fixed::new([replica_set(
-            json!({"matchLabels": {"app": "web"}}),
-        )]));
+    fn default_constraints_select_by_services_and_the_owning_controller() {
         let web_labels = json!({"app": "web", "pod-template-hash": "abc"});
+        let svc = json!({"metadata": {"name": "web", "namespace": "default"},
+                         "spec": {"selector": {"app": "web"}}});
+        let other_ns = json!({"metadata": {"name": "web", "namespace": "other"},
+                              "spec": {"selector": {"tier": "x"}}});
+        let not_ours = json!({"metadata": {"name": "db", "namespace": "default"},
+                              "spec": {"selector": {"app": "db"}}});
+        let sts = json!({"metadata": {"name": "web-rs", "namespace": "default"},
+                         "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]},
+                                  "serviceName": "web", "template": {}}});
+        let rc = json!({"metadata": {"name": "web-rs", "namespace": "default"},
+                        "spec": {"selector": {"app": "web", "pod-template-hash": "abc"}}});
+        let rs = || vec![replica_set(json!({"matchLabels": {"app": "web"}}))];
+        let none = json!({});
         let cases = [
             (
                 "owned by the ReplicaSet",
-                owned_by("p", web_labels.clone(), Some(("ReplicaSet", "apps/v1"))),
+                rs(),
+                none.clone(),
+                Some(("ReplicaSet", "apps/v1")),
                 Some(json!({"matchLabels": {"app": "web"}})),
             ),
-            ("no owner", owned_by("p", web_labels.clone(), None), None),
+            ("no owner, no Service", rs(), none.clone(), None, None),
             (
                 "a ReplicaSet of another group version",
-                owned_by(
-                    "p",
-                    web_labels.clone(),
-                    Some(("ReplicaSet", "extensions/v1beta1")),
-                ),
+                rs(),
+                none.clone(),
+                Some(("ReplicaSet", "extensions/v1beta1")),
                 None,
             ),
             (
-                "a StatefulSet (not served)",
-                owned_by("p", web_labels.clone(), Some(("StatefulSet", "apps/v1"))),
+                "a Service selecting it (not those of other namespaces or labels)",
+                vec![],
+                json!({"services": [svc.clone(), other_ns, not_ours]}),
+                None,
+                Some(json!({"matchLabels": {"app": "web"}})),
+            ),
+            (
+                "a StatefulSet's expressions with a Service's labels",
+                vec![],
+                json!({"services": [svc], "sts": [sts]}),
+                Some(("StatefulSet", "apps/v1")),
+                Some(json!({"matchLabels": {"app": "web"},
+                         "matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]})),
+            ),
+            (
+                "a ReplicationController's map",
+                vec![],
+                json!({"rcs": [rc]}),
+                Some(("ReplicationController", "v1")),
+                Some(json!({"matchLabels": {"app": "web", "pod-template-hash": "abc"}})),
+            ),
+            (
+                "an owner not in the caches",
+                vec![],
+                none.clone(),
+                Some(("StatefulSet", "apps/v1")),
                 None,
             ),
         ];
-        for (what, pod, want) in cases {
+        for (what, rs, others, owner, want) in cases {
+            let pod = owned_by("p", web_labels.clone(), owner);
             let want: Option<LabelSelector> = want.map(|w| serde_json::from_value(w).unwrap());
-            assert_eq!(default_selector(&pod, rs.as_ref()), want, "{what}");
+            assert_eq!(
+                default_selector(&pod, &selectors(rs, others)),
+                want,
+                "{what}"
+            );
         }
-        let empty = Arc::new(Fixed::new([replica_set(json!({}))]));
         let pod = owned_by("p", web_labels, Some(("ReplicaSet", "apps/v1")));
-        assert_eq!(
-            default_selector(&pod, empty.as_ref()),
-            None,
-            "an empty selector"
-        );
+        let empty = selectors(vec![replica_set(json!({}))], json!({}));
+        assert_eq!(default_selector(&pod, &empty), None, "an empty selector");
     }
 
     #[test]
@@ -562,7 +685,10 @@ mod tests {
         )]));
         let pl = PodTopologySpread {
             defaults: Defaults::default(),
-            replica_sets: rs,
+            selectors: Selectors {
+                replica_sets: rs,
+                ..Selectors::default()
+            },
         };
         let owner = Some(("ReplicaSet", "apps/v1"));
         // Two nodes without a zone label: the System defaults still spread by hostname.
