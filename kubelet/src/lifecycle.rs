@@ -23,7 +23,8 @@ pub enum Stage {
     Rejected { reason: String, message: String },
     /// The runner has its containers (see [`Facts::run`]).
     Running,
-    /// Deletion requested: containers being stopped.
+    /// Deletion requested: containers being stopped; once they are, the phase is terminal
+    /// whatever the restart policy (upstream's `podIsTerminal`).
     Terminating,
     /// Stopped; the API object is deleted.
     Terminated,
@@ -153,7 +154,10 @@ impl Stage {
                     });
                 };
                 let run = h.run();
-                let phase = run.phase();
+                let phase = match self {
+                    Stage::Terminating => run.phase_when_deleted(),
+                    _ => run.phase(),
+                };
                 let mut conditions = run.conditions(pod, phase);
                 conditions.extend(scheduled.into_iter().map(|mut c| {
                     c.observed_generation = pod.metadata.generation;

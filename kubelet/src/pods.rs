@@ -1,7 +1,8 @@
 //! Pods bound to our nodes, from the one shared pod informer: admission, start (status
 //! written through `pods/status`), readiness after the probes' initial delay, and graceful
-//! deletion finished with a grace-0 delete. Mirror pods are left to [`crate::static_pods`],
-//! except that a mirror being deleted is finished here as any other pod.
+//! deletion finished with the stopped pod's last status (terminal phase) and a grace-0
+//! delete. Mirror pods are left to [`crate::static_pods`], except that a mirror being deleted
+//! is finished here as any other pod.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -374,6 +375,45 @@ async fn write_current_status(k: &Kubelet, n: &NodeState, pod: &Pod) {
     }
 }
 
+/// Before the final delete, the status of the stopped pod, as upstream's status manager writes
+/// it: its containers terminated, not ready, and its phase terminal (a watch shows the pod
+/// `0/1 Terminating`). One attempt, on this pod only (its UID as precondition): the delete
+/// follows either way.
+async fn write_final_status(k: &Kubelet, api: &Api<Pod>, pod: &Pod) {
+    let uid = uid_of(pod);
+    let Some(n) = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .and_then(|n| k.node(n))
+    else {
+        return;
+    };
+    let status = {
+        let local = n.local();
+        let Some(rec) = local.pods.get(&uid) else {
+            return;
+        };
+        rec.stage.status(pod, &rec.facts)
+    };
+    let Some(Ok(status)) = status.map(|s| serde_json::to_value(&s)) else {
+        return;
+    };
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let _permit = k.writes.acquire().await;
+    if let Err(e) = api
+        .patch_status(
+            &name,
+            &Patch::Merge(json!({ "metadata": { "uid": uid }, "status": status })),
+        )
+        .await
+    {
+        if !e.is_not_found() && !e.is_conflict() {
+            tracing::debug!(pod = %name, error = %e, "writing the final status failed");
+        }
+    }
+}
+
 /// Finish a graceful deletion: the containers are "stopped" at once, then the pod is deleted
 /// with grace 0 (with a UID precondition, so a new pod of the same name is never hit).
 async fn finalize(k: Arc<Kubelet>, pod: Arc<Pod>) {
@@ -398,6 +438,12 @@ async fn finalize(k: Arc<Kubelet>, pod: Arc<Pod>) {
             .max(0) as u64;
         h.stop(Duration::from_secs(grace));
         let _ = tokio::time::timeout(Duration::from_secs(grace + 5), h.done.cancelled()).await;
+        // The sandbox goes with the pod.
+        h.update(|run| {
+            run.sandbox_gone = true;
+            run.sandbox_at = crate::now();
+        });
+        write_final_status(&k, &api, &pod).await;
     }
     let options = json!({"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
                          "preconditions": {"uid": uid}});

@@ -66,6 +66,11 @@ pub trait Network: Send + Sync {
     fn dns_server(&self) -> String;
     /// Resolve `name` as the pod's resolver does (its search domains, then as given).
     fn resolve(&self, name: &str) -> Option<Resolved>;
+    /// The name the cluster DNS gives `ip` (its PTR record), if any: busybox 1.28's `nslookup`
+    /// prints it after each address.
+    fn reverse(&self, _ip: &str) -> Option<String> {
+        None
+    }
     /// Open a TCP connection to `ip:port` (a tcpSocket probe, `nc -z`).
     fn connect(&self, ip: &str, port: u16) -> Result<(), NetError>;
     /// Send an HTTP request to `ip:port` (through a Service's ready endpoints when `ip` is a

@@ -500,3 +500,66 @@ fn conditions_changed_by_someone_else_are_posted_again() {
     assert_eq!(patched.ok(), "Unknown");
     assert!(eventually(WAIT, || ready(&server, "worker0")));
 }
+
+/// Before its grace-0 delete the kubelet writes the stopped pod's last status, as upstream's
+/// status manager does: containers terminated, not ready, the sandbox gone and the phase
+/// terminal (a watch shows `0/1 Terminating`). A finalizer holds the pod to look at it.
+#[test]
+fn a_deleted_pods_last_status_is_terminal() {
+    let server = ApiServer::start().unwrap();
+    let _kubelet = worker0(&server, &[]);
+    assert!(eventually(WAIT, || ready(&server, "worker0")));
+    lift_not_ready_taint(&server, "worker0");
+    let pods = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  finalizers: [example.com/hold]\nspec:\n  nodeName: worker0\n  containers:\n  - name: nginx\n    image: nginx\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: sh\n  finalizers: [example.com/hold]\nspec:\n  nodeName: worker0\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: sh\n    image: busybox\n    command: [sh, -c, 'sleep 3600']\n";
+    server.kubectl_stdin(&["apply", "-f", "-"], Some(pods)).ok();
+    let running = |name: &str| {
+        json(&server, &["get", "pod", name])["status"]["containerStatuses"][0]["ready"] == true
+    };
+    assert!(eventually(WAIT, || running("web") && running("sh")));
+    server
+        .kubectl(&["delete", "pod", "web", "sh", "--wait=false"])
+        .ok();
+    // (pod, phase, Ready's reason, exit code): nginx exits 0 on SIGTERM; the shell ignores it
+    // and is killed after its grace period.
+    for (name, phase, reason, code) in [
+        ("web", "Succeeded", "PodCompleted", 0),
+        ("sh", "Failed", "ContainersNotReady", 137),
+    ] {
+        assert!(
+            eventually(WAIT, || json(&server, &["get", "pod", name])["status"]
+                ["phase"]
+                == phase),
+            "{name} reaches {phase}"
+        );
+        let pod = json(&server, &["get", "pod", name]);
+        let status = &pod["status"];
+        let condition = |type_: &str| {
+            status["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["type"] == type_)
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(condition("Ready")["status"], "False", "{name}");
+        assert_eq!(condition("Ready")["reason"], reason, "{name}");
+        assert_eq!(condition("PodReadyToStartContainers")["status"], "False");
+        let c = &status["containerStatuses"][0];
+        assert_eq!(c["ready"], false);
+        assert_eq!(c["state"]["terminated"]["exitCode"], code, "{name}");
+        let row = server.kubectl(&["get", "pod", name, "--no-headers"]);
+        let rows = table_rows(row.ok());
+        assert_eq!(rows[0][1..3], ["0/1", "Terminating"]);
+        server
+            .kubectl(&[
+                "patch",
+                "pod",
+                name,
+                "--type=json",
+                "-p",
+                r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+            ])
+            .ok();
+    }
+}

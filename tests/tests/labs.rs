@@ -56,4 +56,5 @@ labs! {
     limits_and_quotas => "14-limits-and-quotas.md",
     probes_restarts_logs => "15-probes-restarts-logs.md",
     jobs_and_cronjobs => "16-jobs-and-cronjobs.md",
+    statefulsets => "17-statefulsets.md",
 }

@@ -1,6 +1,7 @@
 //! The cluster network as a pod sees it, from what the API holds: the cluster DNS answers
 //! Service names (ClusterIP, or a headless Service's ready endpoints, and their pods'
-//! `hostname.subdomain` names) through the pod's search domains; a connection to a ClusterIP
+//! `hostname.subdomain` names) through the pod's search domains, and addresses back to those
+//! names (PTR records, as CoreDNS answers them); a connection to a ClusterIP
 //! goes to one of the Service's ready endpoints in turn, as kube-proxy balances; a connection
 //! to a pod IP reaches whatever listens there: in this process's [`Listeners`] at no cost, or,
 //! for a pod IP of another kubelet process, through that kubelet ([`super::remote`]). An IP
@@ -138,6 +139,48 @@ impl Cluster {
         }
         out.sort();
         out
+    }
+
+    /// The name the cluster DNS gives an address (its PTR record, as CoreDNS answers it): the
+    /// DNS server's own address is `kube-dns.kube-system`'s, a ClusterIP its Service's, a ready
+    /// endpoint's `HOSTNAME.SERVICE.NAMESPACE.svc` (or its dashed address when the pod has no
+    /// hostname); anything else has none.
+    fn reverse(&self, ip: &str) -> Option<String> {
+        let d = &self.domain;
+        if ip == self.dns_ip {
+            return Some(format!("kube-dns.kube-system.svc.{d}"));
+        }
+        let mut services = self.services.list();
+        services.sort_by_key(|s| (s.metadata.namespace.clone(), s.metadata.name.clone()));
+        if let Some(svc) = services
+            .iter()
+            .find(|s| s.spec.as_ref().and_then(|s| s.cluster_ip.as_deref()) == Some(ip))
+        {
+            let ns = svc.metadata.namespace.as_deref().unwrap_or_default();
+            let name = svc.metadata.name.as_deref().unwrap_or_default();
+            return Some(format!("{name}.{ns}.svc.{d}"));
+        }
+        let mut names: Vec<String> = self
+            .slices
+            .list()
+            .iter()
+            .filter_map(|slice| {
+                let ns = slice.metadata.namespace.as_deref()?;
+                let svc = slice
+                    .metadata
+                    .labels
+                    .as_ref()?
+                    .get("kubernetes.io/service-name")?;
+                let e = slice.endpoints.iter().flatten().find(|e| {
+                    e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true)
+                        && e.addresses.iter().any(|a| a == ip)
+                })?;
+                let host = e.hostname.clone().unwrap_or_else(|| ip.replace('.', "-"));
+                Some(format!("{host}.{svc}.{ns}.svc.{d}"))
+            })
+            .collect();
+        names.sort();
+        names.into_iter().next()
     }
 
     /// The answer to one fully qualified name.
@@ -280,6 +323,10 @@ impl Network for PodNetwork {
                 .lookup(&fqdn)
                 .map(|ips| Resolved { name: fqdn, ips })
         })
+    }
+
+    fn reverse(&self, ip: &str) -> Option<String> {
+        self.cluster.reverse(ip)
     }
 
     fn connect(&self, ip: &str, port: u16) -> Result<(), NetError> {

@@ -13,7 +13,7 @@
 //!
 //! | Image (repository) | ENTRYPOINT / CMD | Its own programs |
 //! |---|---|---|
-//! | `busybox`, `alpine` | – / `sh` | – (the shell exits 0 at once without stdin) |
+//! | `busybox`, `alpine` | – / `sh` | – (the shell exits 0 at once without stdin; a busybox tagged before 1.29 has the old `nslookup`, `shell::applets::nslookup`) |
 //! | `ubuntu`, `debian`, `centos`, `fedora` | – / `bash` | – |
 //! | `nginx` | `/docker-entrypoint.sh` / `nginx -g 'daemon off;'` | the entrypoint's messages; nginx on 80 serving `/usr/share/nginx/html`, access log on stdout (`nginx.rs`) |
 //! | `nginx-slim` (StatefulSet tutorial) | – / `nginx -g 'daemon off;'` | nginx |

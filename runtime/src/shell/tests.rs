@@ -39,6 +39,13 @@ impl Network for FakeNet {
             ips: vec![ip.into()],
         })
     }
+    fn reverse(&self, ip: &str) -> Option<String> {
+        match ip {
+            "10.96.0.10" => Some("kube-dns.kube-system.svc.cluster.local".into()),
+            "10.96.0.20" => Some("web.default.svc.cluster.local".into()),
+            _ => None,
+        }
+    }
     fn connect(&self, ip: &str, port: u16) -> Result<(), NetError> {
         match (ip, port) {
             ("10.96.0.20" | "10.96.0.21", 80) => Ok(()),
@@ -215,9 +222,13 @@ struct Ran {
 }
 
 fn run_on(argv: &[&str], host: &mut FakeHost, fs: Fs) -> Ran {
+    run_in(&container(), argv, host, fs)
+}
+
+/// Run `argv` in the container `c`.
+fn run_in(c: &Container, argv: &[&str], host: &mut FakeHost, fs: Fs) -> Ran {
     let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-    let c = container();
-    let code = super::exec_argv(&argv, &c, fs.clone(), host).now_or_never();
+    let code = super::exec_argv(&argv, c, fs.clone(), host).now_or_never();
     let out = host.out.lock().unwrap();
     Ran {
         code,
@@ -357,6 +368,36 @@ fn network_applets() {
             (r.code, r.stdout.as_str(), r.stderr.as_str()),
             (Some(*code), *stdout, *stderr),
             "script: {script}"
+        );
+    }
+}
+
+#[test]
+fn nslookup_of_busybox_before_1_29() {
+    // (image, arguments, stdout, stderr, exit code)
+    let server =
+        "Server:    10.96.0.10\nAddress 1: 10.96.0.10 kube-dns.kube-system.svc.cluster.local\n\n";
+    let cases: &[(&str, &[&str], String, &str, i32)] = &[
+        ("busybox:1.28", &["web"], format!("{server}Name:      web\nAddress 1: 10.96.0.20 web.default.svc.cluster.local\n"), "", 0),
+        ("registry.k8s.io/busybox:1.27.2", &["broken.default"], format!("{server}Name:      broken.default\nAddress 1: 10.96.0.21\n"), "", 0),
+        ("busybox:1.28.4", &["nosuch"], server.to_string(), "nslookup: can't resolve 'nosuch'\n", 1),
+        ("busybox:1.28", &[], String::new(), "BusyBox v1.28.4 (2018-05-22 17:00:17 UTC) multi-call binary.\n\nUsage: nslookup [HOST] [SERVER]\n\nQuery the nameserver for the IP address of the given HOST\noptionally using a specified DNS server\n", 1),
+        ("busybox:1.36", &["web"], "Server:\t\t10.96.0.10\nAddress:\t10.96.0.10:53\n\nName:\tweb.default.svc.cluster.local\nAddress: 10.96.0.20\n\n".into(), "", 0),
+        ("busybox", &["nosuch"], "Server:\t\t10.96.0.10\nAddress:\t10.96.0.10:53\n\n** server can't find nosuch: NXDOMAIN\n\n".into(), "", 1),
+    ];
+    for (image, args, stdout, stderr, code) in cases {
+        let c = Container {
+            image: image.to_string(),
+            ..container()
+        };
+        let argv: Vec<&str> = std::iter::once("nslookup")
+            .chain(args.iter().copied())
+            .collect();
+        let r = run_in(&c, &argv, &mut FakeHost::new(), root());
+        assert_eq!(
+            (r.code, r.stdout.as_str(), r.stderr.as_str()),
+            (Some(*code), stdout.as_str(), *stderr),
+            "{image} {args:?}"
         );
     }
 }

@@ -293,6 +293,25 @@ impl PodRun {
         "Pending"
     }
 
+    /// The phase of a pod being deleted (upstream's `podIsTerminal`): once no app container
+    /// runs or waits to start, it is done for good whatever its restart policy, `Succeeded`
+    /// when every one exited 0, else `Failed`; before that, as [`PodRun::phase`].
+    pub fn phase_when_deleted(&self) -> &'static str {
+        let phase = self.phase();
+        if phase != "Running" || self.apps.iter().any(ContainerRun::is_running) {
+            return phase;
+        }
+        let all_ok = self
+            .apps
+            .iter()
+            .all(|c| matches!(&c.state, State::Terminated(e) if e.exit_code == 0));
+        if all_ok {
+            "Succeeded"
+        } else {
+            "Failed"
+        }
+    }
+
     /// The containers' statuses: (app, init).
     pub fn statuses(&self) -> (Vec<ContainerStatus>, Option<Vec<ContainerStatus>>) {
         let apps = self.apps.iter().map(ContainerRun::status).collect();

@@ -4,6 +4,7 @@
 
 mod files;
 mod net;
+mod nslookup;
 mod test;
 mod text;
 

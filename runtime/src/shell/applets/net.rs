@@ -11,7 +11,7 @@ pub(super) async fn run(p: &mut Proc, name: &str, args: &[String]) -> Option<i32
         "wget" => wget(p, args),
         "curl" => curl(p, args),
         "nc" => nc(p, args),
-        "nslookup" => nslookup(p, args),
+        "nslookup" => super::nslookup::run(p, args),
         _ => return None,
     })
 }
@@ -413,41 +413,6 @@ fn nc(p: &mut Proc, args: &[String]) -> i32 {
             if verbose {
                 p.err(&format!("nc: {host} ({ip}:{port}): {e}\n"));
             }
-            1
-        }
-    }
-}
-
-fn nslookup(p: &mut Proc, args: &[String]) -> i32 {
-    let ops: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
-    let Some(name) = ops.first() else {
-        p.err("BusyBox v1.37.0 multi-call binary.\n\nUsage: nslookup [-type=QUERY_TYPE] [-debug] HOST [DNS_SERVER]\n");
-        return 1;
-    };
-    let net = p.sys.network();
-    let server = ops
-        .get(1)
-        .map(|s| s.to_string())
-        .unwrap_or_else(|| net.dns_server());
-    let mut out = format!("Server:\t\t{server}\nAddress:\t{server}:53\n\n");
-    if name.parse::<IpAddr>().is_ok() {
-        out.push_str(&format!("** server can't find {name}: NXDOMAIN\n\n"));
-        p.out(&out);
-        return 1;
-    }
-    match net.resolve(name) {
-        Some(r) if !r.ips.is_empty() => {
-            out.push_str(&format!("Name:\t{}\n", r.name));
-            for ip in &r.ips {
-                out.push_str(&format!("Address: {ip}\n"));
-            }
-            out.push('\n');
-            p.out(&out);
-            0
-        }
-        _ => {
-            out.push_str(&format!("** server can't find {name}: NXDOMAIN\n\n"));
-            p.out(&out);
             1
         }
     }
