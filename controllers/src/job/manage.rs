@@ -21,6 +21,15 @@ use crate::owned::PodWriter;
 /// Upstream's burst of creates per sync.
 const BURST: usize = 500;
 
+/// Whether pods about to be deleted first lose the tracking finalizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Unwanted pods: uncounted, as upstream's deleteJobPods.
+    Finalizers,
+    /// The pods of a finished Job: counted as failed, as upstream's deleteActivePods.
+    Keep,
+}
+
 /// What `manage` works from.
 pub struct Plan<'a> {
     pub job: &'a Job,
@@ -113,7 +122,9 @@ impl Controller {
             doomed.extend(rest.into_iter().take((active - want) as usize));
         }
         if !doomed.is_empty() {
-            return self.delete_pods(key, job, &doomed).await;
+            return self
+                .delete_pods(key, job, &doomed, Release::Finalizers)
+                .await;
         }
         if active >= want {
             return Ok(());
@@ -158,13 +169,20 @@ impl Controller {
         }
     }
 
-    /// Delete `victims` (their deletions awaited in the expectations).
+    /// Delete `victims` (their deletions awaited in the expectations). Pods the Job no longer
+    /// wants (suspension, too many running) first lose the tracking finalizer, as upstream's
+    /// deleteJobPods, so they are not counted as failures; the pods of a Job that reached its
+    /// fate keep it (upstream's deleteActivePods) and are counted as failed once gone.
     pub(super) async fn delete_pods(
         &self,
         key: &str,
         job: &Job,
         victims: &[&Arc<Pod>],
+        release: Release,
     ) -> Result<(), SyncError> {
+        if release == Release::Finalizers {
+            self.remove_finalizers(victims).await?;
+        }
         self.expectations
             .expect_deletions(key, victims.iter().map(|p| key_of(p.as_ref())).collect());
         let names: Vec<String> = victims

@@ -18,6 +18,7 @@ use tinykube_client::{Api, ClientError, Patch};
 
 use super::fate::{condition, decide, is_true, recorded_fate, set_condition, Counts};
 use super::indexes::{self, Indexes};
+use super::manage::Release;
 use super::pods::{self, has_finalizer};
 use super::{Controller, ORPHAN};
 use crate::context::BY_NAMESPACE;
@@ -220,12 +221,14 @@ impl Controller {
                     condition(f.target, "True", &f.reason, &f.message, now),
                 );
                 if !active.is_empty() && satisfied {
-                    result = self.delete_pods(key, &job, &active).await;
+                    result = self.delete_pods(key, &job, &active, Release::Keep).await;
                     still_active = 0;
                 }
             }
             None if suspended && !active.is_empty() && satisfied => {
-                result = self.delete_pods(key, &job, &active).await;
+                result = self
+                    .delete_pods(key, &job, &active, Release::Finalizers)
+                    .await;
                 still_active = 0;
             }
             None if suspended => {}
