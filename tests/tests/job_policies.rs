@@ -127,8 +127,13 @@ fn running_pods(server: &ApiServer, job: &str) -> Vec<String> {
 
 /// An API server, a job controller with a short failure back-off, a scheduler and a kubelet.
 fn cluster() -> (ApiServer, ControllerManager, Scheduler, Kubelet) {
+    cluster_with_backoff("200ms")
+}
+
+fn cluster_with_backoff(backoff: &str) -> (ApiServer, ControllerManager, Scheduler, Kubelet) {
     let server = ApiServer::start().unwrap();
-    let cm = control_plane(&server);
+    let flag = format!("--job-pod-failure-backoff={backoff}");
+    let cm = ControllerManager::start(&server, &["--controllers=job", &flag]).unwrap();
     let scheduler = Scheduler::start(&server, &[]).unwrap();
     let kubelet = Kubelet::start(&server, &["--hostname-override", "worker0"]).unwrap();
     assert!(eventually(WAIT, || server
@@ -538,6 +543,69 @@ fn backoff_limit_per_index_fails_only_the_failing_indexes() {
         "FailedIndexes",
         "Job has failed indexes"
     )));
+}
+
+#[test]
+fn each_index_backs_off_on_its_own() {
+    // A 1 s back-off: four indexes failing at once each retry about 1 s later, where one
+    // back-off for the whole Job would wait 8 s (1 s doubled for each of 4 failures).
+    let (server, _cm, _scheduler, _kubelet) = cluster_with_backoff("1s");
+    let name = "per-index-backoff";
+    create(
+        &server,
+        &format!(
+            r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+spec:
+  completions: 4
+  parallelism: 4
+  completionMode: Indexed
+  backoffLimitPerIndex: 1
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: busybox:1.28
+        command: ["sh", "-c", "exit 1"]
+"#
+        ),
+    );
+    let j = wait_job(&server, name, "Failed", |j| is_true(j, "Failed"));
+    assert_eq!(
+        why(&j, "Failed"),
+        ("FailedIndexes".into(), "Job has failed indexes".into())
+    );
+    assert_eq!(j["status"]["failedIndexes"], "0-3", "{j}");
+    assert_eq!(j["status"]["failed"], 8, "{j}");
+    let pods = json(&server, &["get", "pods", "-l", &format!("job-name={name}")]);
+    let created = |count: &str| -> Vec<i64> {
+        pods["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| {
+                p["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"] == count
+            })
+            .map(|p| {
+                let t = p["metadata"]["creationTimestamp"].as_str().unwrap();
+                t.parse::<k8s_openapi::jiff::Timestamp>()
+                    .unwrap()
+                    .as_second()
+            })
+            .collect()
+    };
+    let (first, second) = (created("0"), created("1"));
+    assert_eq!((first.len(), second.len()), (4, 4), "{pods}");
+    let start = first.iter().min().unwrap();
+    let retried = second.iter().max().unwrap();
+    assert!(
+        retried - start <= 4,
+        "the retries came {}s after the first pods",
+        retried - start
+    );
 }
 
 #[test]

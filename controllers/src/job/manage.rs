@@ -1,9 +1,9 @@
 //! The pods a running Job needs, as upstream's manageJob: as many active pods as parallelism
 //! allows and completions still need (a work queue without completions stops creating once one
 //! pod succeeded); an Indexed Job's pods for the lowest indexes neither completed, failed nor
-//! running, duplicates and out-of-range indexes deleted; new pods wait out the failure backoff.
+//! running, duplicates and out-of-range indexes deleted; new pods wait out the failure backoff
+//! (with backoffLimitPerIndex each index its own, from the failures of its last failed pod).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::Job;
@@ -129,31 +129,45 @@ impl Controller {
         if active >= want {
             return Ok(());
         }
-        let (failures, last) = failures_since_success(plan.pods, only_failed);
-        if let Some(wait) = backoff::remaining(failures, last, plan.now, self.backoff) {
-            self.queue.add_after(key, wait);
-            return Ok(());
+        // One back-off for the Job, or with backoffLimitPerIndex one for each index.
+        let per_index = spec.backoff_limit_per_index.is_some();
+        if !per_index {
+            let (failures, last) = failures_since_success(plan.pods, only_failed);
+            if let Some(wait) = backoff::remaining(failures, last, plan.now, self.backoff) {
+                self.queue.add_after(key, wait);
+                return Ok(());
+            }
         }
         let count = ((want - active) as usize).min(BURST);
         let new_pods: Vec<Pod> = if indexed {
             let n = completions.unwrap_or(0);
-            // Earlier failures of each index (backoffLimitPerIndex).
-            let mut failures: BTreeMap<i64, i64> = BTreeMap::new();
-            for p in plan.pods.iter().filter(|p| pods::failed(p, only_failed)) {
-                if let Some(i) = pods::completion_index(p) {
-                    let f = failures.entry(i).or_default();
-                    *f = (*f).max(pods::index_failures(p) + 1);
-                }
-            }
-            (0..n)
+            let last_failed = pods::last_failed_per_index(plan.pods, only_failed);
+            let pending = (0..n)
                 .filter(|i| {
                     !plan.completed.contains(i)
                         && !plan.failed_indexes.contains(i)
                         && !running.contains(i)
                 })
-                .take(count)
-                .map(|i| pods::new_pod(job, Some((i, failures.get(&i).copied().unwrap_or(0)))))
-                .collect()
+                .take(count);
+            let mut wait: Option<std::time::Duration> = None;
+            let mut new_pods = Vec::new();
+            for i in pending {
+                let prev = last_failed.get(&i).map(|p| p.as_ref());
+                let failures = pods::replacement_failures(job, prev);
+                if let Some(p) = prev.filter(|_| per_index) {
+                    let n = (failures.counted + failures.ignored) as usize;
+                    let left = backoff::remaining(n, pods::finish_time(p), plan.now, self.backoff);
+                    if let Some(left) = left {
+                        wait = Some(wait.map_or(left, |w| w.min(left)));
+                        continue;
+                    }
+                }
+                new_pods.push(pods::new_pod(job, Some((i, failures))));
+            }
+            if let Some(wait) = wait {
+                self.queue.add_after(key, wait);
+            }
+            new_pods
         } else {
             vec![pods::new_pod(job, None); count]
         };
