@@ -250,11 +250,12 @@ pub fn match_failure_policy(policy: &PodFailurePolicy, pod: &Pod) -> Option<(Str
     let status = pod.status.as_ref()?;
     for (i, rule) in policy.rules.iter().enumerate() {
         if let Some(req) = &rule.on_exit_codes {
+            // Containers first, then init containers, as upstream's matchOnExitCodes.
             let statuses = status
-                .init_container_statuses
+                .container_statuses
                 .iter()
                 .flatten()
-                .chain(status.container_statuses.iter().flatten());
+                .chain(status.init_container_statuses.iter().flatten());
             for c in statuses {
                 if req.container_name.as_ref().is_some_and(|n| *n != c.name) {
                     continue;
