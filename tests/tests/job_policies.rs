@@ -512,15 +512,29 @@ fn backoff_limit_per_index_fails_only_the_failing_indexes() {
         why(&j, "Failed"),
         ("FailedIndexes".into(), "Job has failed indexes".into())
     );
+    let pods = json(&server, &["get", "pods", "-l", &format!("job-name={name}")]);
+    let pods = pods["items"].as_array().unwrap();
+    let summary: Vec<String> = pods
+        .iter()
+        .map(|p| {
+            let a = &p["metadata"]["annotations"];
+            format!(
+                "{} {} {} {} {}",
+                p["metadata"]["name"],
+                a["batch.kubernetes.io/job-completion-index"],
+                a["batch.kubernetes.io/job-index-failure-count"],
+                p["status"]["phase"],
+                p["metadata"]["creationTimestamp"]
+            )
+        })
+        .collect();
     assert_eq!(j["status"]["completedIndexes"], "1,3,5,7,9", "{j}");
     assert_eq!(j["status"]["failedIndexes"], "0,2,4,6,8", "{j}");
     assert_eq!(j["status"]["succeeded"], 5, "{j}");
-    assert_eq!(j["status"]["failed"], 10, "{j}");
+    assert_eq!(j["status"]["failed"], 10, "{j} {summary:#?}");
     assert_eq!(status_column(&server, name), "Failed");
     // Each failing index ran twice, the second pod knowing of the first failure.
-    let pods = json(&server, &["get", "pods", "-l", &format!("job-name={name}")]);
-    let pods = pods["items"].as_array().unwrap();
-    assert_eq!(pods.len(), 15, "{}", pods.len());
+    assert_eq!(pods.len(), 15, "{summary:#?}");
     for index in ["0", "2", "4", "6", "8"] {
         let mut counts: Vec<&str> = pods
             .iter()

@@ -89,7 +89,6 @@ impl Controller {
         let mut unc_f = uncounted.failed.unwrap_or_default();
         let mut completed = indexes::parse(status.completed_indexes.as_deref().unwrap_or(""), n);
         let mut failed_idx = indexes::parse(status.failed_indexes.as_deref().unwrap_or(""), n);
-        let mut fail_job = None;
         let mut changed = false;
         let mut release: Vec<&Arc<Pod>> = Vec::new();
         for pod in pods {
@@ -124,7 +123,6 @@ impl Controller {
                 .and_then(|p| pods::match_failure_policy(p, pod));
             match rule.as_ref().map(|(a, m)| (a.as_str(), m)) {
                 Some(("Ignore", _)) => continue,
-                Some(("FailJob", m)) => fail_job = fail_job.or(Some(m.clone())),
                 Some(("FailIndex", _)) => {
                     if let Some(i) = index {
                         failed_idx.insert(i);
@@ -140,6 +138,15 @@ impl Controller {
             unc_f.push(uid);
             changed = true;
         }
+        // Any failed pod matching a FailJob rule fails the Job, counted already or not, so a
+        // sync cut short after recording the pod still ends with the Job failed (upstream's
+        // getFailJobMessage).
+        let fail_job = spec.pod_failure_policy.as_ref().and_then(|policy| {
+            pods.iter()
+                .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed"))
+                .filter_map(|p| pods::match_failure_policy(policy, p))
+                .find_map(|(action, message)| (action == "FailJob").then_some(message))
+        });
         let mut job = job.as_ref().clone();
         let write_indexes = |s: &mut JobStatus, c: &Indexes, f: &Indexes| {
             if indexed {
