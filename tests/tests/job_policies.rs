@@ -353,6 +353,7 @@ spec:
   template:
     spec:
       restartPolicy: Never
+      terminationGracePeriodSeconds: 1
       containers:
       - name: main
         image: busybox:1.28

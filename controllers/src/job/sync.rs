@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use tinykube_client::events::EventType;
+use tinykube_client::reflector::key_of;
 use tinykube_client::{Api, ClientError, Patch};
 
 use super::fate::{condition, decide, is_true, recorded_fate, set_condition, Counts};
@@ -47,6 +48,12 @@ impl Controller {
             self.expectations.delete(key);
             return Ok(());
         };
+        if self.cache_behind(key, &job) {
+            // The informer's event for the last status write enqueues the Job again; acting on
+            // the older copy could, say, replace a pod of an index that already failed.
+            self.queue.add_after(key, std::time::Duration::from_secs(1));
+            return Ok(());
+        }
         let Some(selector) = job.selector() else {
             tracing::warn!(key, "invalid selector; ignoring");
             return Ok(());
@@ -328,9 +335,12 @@ impl Controller {
         );
         let mut next = job.clone();
         next.status = Some(status);
-        api.replace_status(job.metadata.name.as_deref().unwrap_or_default(), &next)
+        let written = api
+            .replace_status(job.metadata.name.as_deref().unwrap_or_default(), &next)
             .await
-            .map_err(SyncError::Status)
+            .map_err(SyncError::Status)?;
+        self.wrote(&key_of(job), &written);
+        Ok(written)
     }
 
     /// Remove the tracking finalizer of `pods`; the uids whose finalizer is gone now.
