@@ -37,8 +37,6 @@ fn job_status(obj: &Value) -> &'static str {
         "Suspended"
     } else if has_condition(obj, "FailureTarget") {
         "FailureTarget"
-    } else if has_condition(obj, "SuccessCriteriaMet") {
-        "SuccessCriteriaMet"
     } else {
         "Running"
     }
@@ -142,6 +140,10 @@ mod tests {
             (
                 json!({"status": {"conditions": [{"type": "FailureTarget", "status": "True"}]}}),
                 ["pi", "FailureTarget", "0/1", ""],
+            ),
+            (
+                json!({"status": {"conditions": [{"type": "SuccessCriteriaMet", "status": "True"}]}}),
+                ["pi", "Running", "0/1", ""],
             ),
             (
                 json!({"status": {"conditions": [{"type": "FailureTarget", "status": "True"}, {"type": "Failed", "status": "True"}]}}),

@@ -1,6 +1,7 @@
 //! Completion index sets as a Job's status writes them (`"0-2,4,7-9"`): read leniently (what
 //! does not parse or is out of range is skipped, as upstream's parseIndexesFromString) and
-//! written as ordered intervals.
+//! written as ordered intervals (two neighbours as `3,4`, three or more as `3-5`, as
+//! upstream's orderedIntervals.String).
 
 use std::collections::BTreeSet;
 
@@ -24,15 +25,15 @@ pub fn parse(text: &str, completions: i64) -> Indexes {
     out
 }
 
-/// The set as ordered intervals: `0-2,4`.
+/// The set as ordered intervals: `0-2,4,6,7`.
 pub fn format(set: &Indexes) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut run: Option<(i64, i64)> = None;
     let flush = |run: (i64, i64), parts: &mut Vec<String>| {
-        parts.push(if run.0 == run.1 {
-            run.0.to_string()
-        } else {
-            format!("{}-{}", run.0, run.1)
+        parts.push(match run.1 - run.0 {
+            0 => run.0.to_string(),
+            1 => format!("{},{}", run.0, run.1),
+            _ => format!("{}-{}", run.0, run.1),
         });
     };
     for &i in set {
@@ -64,6 +65,8 @@ mod tests {
             ("1,3-5,7", 8, &[1, 3, 4, 5, 7], "1,3-5,7"),
             ("0-9", 4, &[0, 1, 2, 3], "0-3"),
             ("x,2,5-a", 4, &[2], "2"),
+            ("0-1,3-4", 5, &[0, 1, 3, 4], "0,1,3,4"),
+            ("0-1,2", 5, &[0, 1, 2], "0-2"),
         ];
         for (text, completions, want, back) in cases {
             let set = parse(text, *completions);

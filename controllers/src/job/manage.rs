@@ -1,9 +1,9 @@
 //! The pods a running Job needs, as upstream's manageJob: as many active pods as parallelism
 //! allows and completions still need (a work queue without completions stops creating once one
 //! pod succeeded); an Indexed Job's pods for the lowest indexes neither completed, failed nor
-//! running, duplicates and out-of-range indexes deleted; new pods wait out the failure backoff.
+//! running, duplicates and out-of-range indexes deleted; new pods wait out the failure backoff
+//! (with backoffLimitPerIndex each index its own, from the failures of its last failed pod).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::Job;
@@ -20,6 +20,15 @@ use crate::owned::PodWriter;
 
 /// Upstream's burst of creates per sync.
 const BURST: usize = 500;
+
+/// Whether pods about to be deleted first lose the tracking finalizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Unwanted pods: uncounted, as upstream's deleteJobPods.
+    Finalizers,
+    /// The pods of a finished Job: counted as failed, as upstream's deleteActivePods.
+    Keep,
+}
 
 /// What `manage` works from.
 pub struct Plan<'a> {
@@ -113,36 +122,52 @@ impl Controller {
             doomed.extend(rest.into_iter().take((active - want) as usize));
         }
         if !doomed.is_empty() {
-            return self.delete_pods(key, job, &doomed).await;
+            return self
+                .delete_pods(key, job, &doomed, Release::Finalizers)
+                .await;
         }
         if active >= want {
             return Ok(());
         }
-        let (failures, last) = failures_since_success(plan.pods, only_failed);
-        if let Some(wait) = backoff::remaining(failures, last, plan.now, self.backoff) {
-            self.queue.add_after(key, wait);
-            return Ok(());
+        // One back-off for the Job, or with backoffLimitPerIndex one for each index.
+        let per_index = spec.backoff_limit_per_index.is_some();
+        if !per_index {
+            let (failures, last) = failures_since_success(plan.pods, only_failed);
+            if let Some(wait) = backoff::remaining(failures, last, plan.now, self.backoff) {
+                self.queue.add_after(key, wait);
+                return Ok(());
+            }
         }
         let count = ((want - active) as usize).min(BURST);
         let new_pods: Vec<Pod> = if indexed {
             let n = completions.unwrap_or(0);
-            // Earlier failures of each index (backoffLimitPerIndex).
-            let mut failures: BTreeMap<i64, i64> = BTreeMap::new();
-            for p in plan.pods.iter().filter(|p| pods::failed(p, only_failed)) {
-                if let Some(i) = pods::completion_index(p) {
-                    let f = failures.entry(i).or_default();
-                    *f = (*f).max(pods::index_failures(p) + 1);
-                }
-            }
-            (0..n)
+            let last_failed = pods::last_failed_per_index(plan.pods, only_failed);
+            let pending = (0..n)
                 .filter(|i| {
                     !plan.completed.contains(i)
                         && !plan.failed_indexes.contains(i)
                         && !running.contains(i)
                 })
-                .take(count)
-                .map(|i| pods::new_pod(job, Some((i, failures.get(&i).copied().unwrap_or(0)))))
-                .collect()
+                .take(count);
+            let mut wait: Option<std::time::Duration> = None;
+            let mut new_pods = Vec::new();
+            for i in pending {
+                let prev = last_failed.get(&i).map(|p| p.as_ref());
+                let failures = pods::replacement_failures(job, prev);
+                if let Some(p) = prev.filter(|_| per_index) {
+                    let n = (failures.counted + failures.ignored) as usize;
+                    let left = backoff::remaining(n, pods::finish_time(p), plan.now, self.backoff);
+                    if let Some(left) = left {
+                        wait = Some(wait.map_or(left, |w| w.min(left)));
+                        continue;
+                    }
+                }
+                new_pods.push(pods::new_pod(job, Some((i, failures))));
+            }
+            if let Some(wait) = wait {
+                self.queue.add_after(key, wait);
+            }
+            new_pods
         } else {
             vec![pods::new_pod(job, None); count]
         };
@@ -158,13 +183,20 @@ impl Controller {
         }
     }
 
-    /// Delete `victims` (their deletions awaited in the expectations).
+    /// Delete `victims` (their deletions awaited in the expectations). Pods the Job no longer
+    /// wants (suspension, too many running) first lose the tracking finalizer, as upstream's
+    /// deleteJobPods, so they are not counted as failures; the pods of a Job that reached its
+    /// fate keep it (upstream's deleteActivePods) and are counted as failed once gone.
     pub(super) async fn delete_pods(
         &self,
         key: &str,
         job: &Job,
         victims: &[&Arc<Pod>],
+        release: Release,
     ) -> Result<(), SyncError> {
+        if release == Release::Finalizers {
+            self.remove_finalizers(victims).await?;
+        }
         self.expectations
             .expect_deletions(key, victims.iter().map(|p| key_of(p.as_ref())).collect());
         let names: Vec<String> = victims

@@ -15,9 +15,9 @@ pub mod manage;
 pub mod pods;
 pub mod sync;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::batch::v1::Job;
@@ -61,7 +61,20 @@ pub struct Controller {
     pub recorder: Arc<crate::events::EventRecorder>,
     /// The first delay before failed pods are replaced.
     pub backoff: Duration,
+    /// The resourceVersion of each Job's last status write by this process, until the
+    /// informer brings it: until then the cached Job is older than what the controller knows
+    /// (the pods' cache may already show the finalizers that write allowed to go).
+    pub written: Mutex<HashMap<String, (u64, Instant)>>,
 }
+
+/// tinykube's resourceVersions are the store's revisions, so they order writes; one that
+/// does not parse is not compared.
+fn revision(rv: &str) -> Option<u64> {
+    rv.parse().ok()
+}
+
+/// How long a status write may wait for its informer event before the cache is trusted again.
+const WRITE_VISIBLE_WITHIN: Duration = Duration::from_secs(5);
 
 /// Subscribe to pods and Jobs and return the controller's run future.
 pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
@@ -76,6 +89,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         removing: Mutex::new(HashSet::new()),
         recorder: ctx.recorder(COMPONENT),
         backoff: ctx.options.job_pod_failure_backoff,
+        written: Mutex::new(HashMap::new()),
     });
     let workers = ctx.options.concurrent_job_syncs;
     Box::pin(async move {
@@ -127,12 +141,40 @@ impl Controller {
         if let Ok(mut r) = self.removing.lock() {
             r.clear();
         }
+        if let Ok(mut w) = self.written.lock() {
+            w.clear();
+        }
         self.handlers().lagged();
         self.enqueue_all();
     }
 
     fn on_job(&self, n: Notification<Job>) {
         self.handlers().on_owner(n);
+    }
+
+    /// Remember the resourceVersion a status write of `key` produced.
+    fn wrote(&self, key: &str, job: &Job) {
+        let rv = job.metadata.resource_version.as_deref().and_then(revision);
+        if let (Ok(mut w), Some(rv)) = (self.written.lock(), rv) {
+            w.insert(key.to_string(), (rv, Instant::now()));
+        }
+    }
+
+    /// Whether the cached `job` predates this process's last status write of it (for a
+    /// bounded time, in case that write's event never comes).
+    fn cache_behind(&self, key: &str, job: &Job) -> bool {
+        let Ok(mut w) = self.written.lock() else {
+            return false;
+        };
+        let cached = job.metadata.resource_version.as_deref().and_then(revision);
+        match (w.get(key), cached) {
+            (Some(&(rv, at)), Some(c)) if c < rv && at.elapsed() < WRITE_VISIBLE_WITHIN => true,
+            (Some(_), _) => {
+                w.remove(key);
+                false
+            }
+            (None, _) => false,
+        }
     }
 
     fn on_pod(&self, n: Notification<Pod>) {

@@ -3,9 +3,12 @@
 //! and `JOB_COMPLETION_INDEX`), and what the controller reads of one (index, finalizer, failed
 //! or not, when it finished, which failure policy rule it matches).
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use k8s_openapi::api::batch::v1::{Job, PodFailurePolicy};
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, Pod};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::util::{new_controller_ref, pod_from_template};
 
@@ -15,11 +18,21 @@ pub const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
 pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
 /// How often the index of a pod failed before it (backoffLimitPerIndex).
 pub const INDEX_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-failure-count";
+/// How many failures of the index of a pod the pod failure policy ignored before it.
+pub const INDEX_IGNORED_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-ignored-failure-count";
 /// The environment variable the completion index reaches containers through.
 pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 
+/// How often an index failed before one of its pods: failures counted against
+/// backoffLimitPerIndex, and failures a pod failure policy ignored (its two annotations).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexFailures {
+    pub counted: i64,
+    pub ignored: i64,
+}
+
 /// A new pod of `job`; `index` is the completion index and its earlier failures.
-pub fn new_pod(job: &Job, index: Option<(i64, i64)>) -> Pod {
+pub fn new_pod(job: &Job, index: Option<(i64, IndexFailures)>) -> Pod {
     let name = job.metadata.name.clone().unwrap_or_default();
     let ns = job.metadata.namespace.clone().unwrap_or_default();
     let template = job
@@ -52,7 +65,13 @@ pub fn new_pod(job: &Job, index: Option<(i64, i64)>) -> Pod {
         .and_then(|s| s.backoff_limit_per_index)
         .is_some()
     {
-        annotations.insert(INDEX_FAILURE_COUNT.into(), failures.to_string());
+        annotations.insert(INDEX_FAILURE_COUNT.into(), failures.counted.to_string());
+        if failures.ignored > 0 {
+            annotations.insert(
+                INDEX_IGNORED_FAILURE_COUNT.into(),
+                failures.ignored.to_string(),
+            );
+        }
     }
     pod.metadata
         .labels
@@ -90,14 +109,68 @@ pub fn completion_index(pod: &Pod) -> Option<i64> {
     text.parse().ok().filter(|i: &i64| *i >= 0)
 }
 
-/// Earlier failures of the index of `pod` (its annotation).
+/// Earlier counted failures of the index of `pod` (its annotation).
 pub fn index_failures(pod: &Pod) -> i64 {
-    pod.metadata
-        .annotations
+    index_failure_counts(pod).counted
+}
+
+/// Earlier failures of the index of `pod`, from its annotations; what does not parse as a
+/// non-negative int32 is 0, as upstream.
+pub fn index_failure_counts(pod: &Pod) -> IndexFailures {
+    let read = |key: &str| {
+        pod.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .and_then(|v| v.parse::<i32>().ok())
+            .filter(|v| *v >= 0)
+            .map_or(0, i64::from)
+    };
+    IndexFailures {
+        counted: read(INDEX_FAILURE_COUNT),
+        ignored: read(INDEX_IGNORED_FAILURE_COUNT),
+    }
+}
+
+/// The failed pod of each index that its replacement follows (upstream's pod with delayed
+/// deletion): the one with the most failures before it, the last to finish among equals.
+pub fn last_failed_per_index(pods: &[Arc<Pod>], only_failed: bool) -> BTreeMap<i64, &Arc<Pod>> {
+    let mut last: BTreeMap<i64, &Arc<Pod>> = BTreeMap::new();
+    for p in pods.iter().filter(|p| failed(p, only_failed)) {
+        let Some(i) = completion_index(p) else {
+            continue;
+        };
+        let rank = |p: &Pod| {
+            let c = index_failure_counts(p);
+            (c.counted + c.ignored, finish_time(p))
+        };
+        if last.get(&i).is_none_or(|q| rank(p) >= rank(q)) {
+            last.insert(i, p);
+        }
+    }
+    last
+}
+
+/// The failures the replacement of `failed` inherits: one more, counted unless the pod
+/// failure policy ignores it (upstream's getNewIndexFailureCounts).
+pub fn replacement_failures(job: &Job, failed: Option<&Pod>) -> IndexFailures {
+    let Some(pod) = failed else {
+        return IndexFailures::default();
+    };
+    let mut c = index_failure_counts(pod);
+    let policy = job
+        .spec
         .as_ref()
-        .and_then(|a| a.get(INDEX_FAILURE_COUNT))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+        .and_then(|s| s.pod_failure_policy.as_ref());
+    let ignored = policy
+        .and_then(|p| match_failure_policy(p, pod))
+        .is_some_and(|(action, _)| action == "Ignore");
+    if ignored {
+        c.ignored += 1;
+    } else {
+        c.counted += 1;
+    }
+    c
 }
 
 pub fn has_finalizer(pod: &Pod) -> bool {
@@ -142,7 +215,9 @@ pub fn ready(pod: &Pod) -> bool {
     crate::util::is_pod_ready(pod)
 }
 
-/// When a pod finished: its containers' last termination, else its deletion.
+/// When a pod finished, as upstream's getFinishedTime: its containers' last termination, else
+/// when it became not ready, else when it was deleted (less its grace period), else when it
+/// was created.
 pub fn finish_time(pod: &Pod) -> Option<Timestamp> {
     let status = pod.status.as_ref();
     let statuses = status
@@ -153,7 +228,19 @@ pub fn finish_time(pod: &Pod) -> Option<Timestamp> {
         .filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
         .map(|t| t.0)
         .max();
-    finished.or_else(|| pod.metadata.deletion_timestamp.as_ref().map(|t| t.0))
+    let not_ready = status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready" && c.status == "False")
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0);
+    let deleted = pod.metadata.deletion_timestamp.as_ref().map(|t| {
+        let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+        t.0 - SignedDuration::from_secs(grace)
+    });
+    let created = pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    finished.or(not_ready).or(deleted).or(created)
 }
 
 /// The first rule of `policy` a failed pod matches: its action and upstream's message.
@@ -163,11 +250,12 @@ pub fn match_failure_policy(policy: &PodFailurePolicy, pod: &Pod) -> Option<(Str
     let status = pod.status.as_ref()?;
     for (i, rule) in policy.rules.iter().enumerate() {
         if let Some(req) = &rule.on_exit_codes {
+            // Containers first, then init containers, as upstream's matchOnExitCodes.
             let statuses = status
-                .init_container_statuses
+                .container_statuses
                 .iter()
                 .flatten()
-                .chain(status.container_statuses.iter().flatten());
+                .chain(status.init_container_statuses.iter().flatten());
             for c in statuses {
                 if req.container_name.as_ref().is_some_and(|n| *n != c.name) {
                     continue;
@@ -235,7 +323,7 @@ mod tests {
         let owner = &plain.metadata.owner_references.as_ref().unwrap()[0];
         assert_eq!((owner.kind.as_str(), owner.controller), ("Job", Some(true)));
 
-        let indexed = new_pod(&job(true), Some((2, 0)));
+        let indexed = new_pod(&job(true), Some((2, IndexFailures::default())));
         assert_eq!(indexed.metadata.generate_name.as_deref(), Some("pi-2-"));
         assert_eq!(completion_index(&indexed), Some(2));
         assert_eq!(
@@ -291,6 +379,75 @@ mod tests {
             let got = match_failure_policy(&policy, &p);
             assert_eq!(got.as_ref().map(|(a, m)| (a.as_str(), m.as_str())), want);
         }
+    }
+
+    #[test]
+    fn a_replacement_inherits_the_failures_of_its_index() {
+        let failed = |name: &str, index: &str, counts: (&str, &str), exit: i32, at: &str| {
+            Arc::new(pod(
+                json!({"metadata": {"name": name, "namespace": "ns", "annotations": {
+                    COMPLETION_INDEX: index, INDEX_FAILURE_COUNT: counts.0, INDEX_IGNORED_FAILURE_COUNT: counts.1}},
+                "status": {"phase": "Failed", "containerStatuses": [{"name": "main", "image": "i", "imageID": "",
+                    "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": exit, "finishedAt": at}}}]}}),
+            ))
+        };
+        let pods = vec![
+            failed("a0", "0", ("0", "0"), 1, "2024-01-01T00:00:01Z"),
+            failed("b0", "0", ("1", "0"), 1, "2024-01-01T00:00:02Z"),
+            failed("c1", "1", ("0", "0"), 1, "2024-01-01T00:00:05Z"),
+            failed("d1", "1", ("0", "x"), 7, "2024-01-01T00:00:09Z"),
+            failed("e2", "2", ("0", "1"), 7, "2024-01-01T00:00:03Z"),
+        ];
+        let mut j = job(true);
+        j.spec.as_mut().unwrap().pod_failure_policy = serde_json::from_value(json!({"rules": [
+            {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [7]}}]}))
+        .unwrap();
+        let last = last_failed_per_index(&pods, false);
+        let names: Vec<(i64, &str)> = last
+            .iter()
+            .map(|(i, p)| (*i, p.metadata.name.as_deref().unwrap()))
+            .collect();
+        // The most failures first, then the latest; an unreadable count is 0.
+        assert_eq!(names, [(0, "b0"), (1, "d1"), (2, "e2")]);
+        // index → (counted, ignored) of its replacement
+        let cases = [(0, (2, 0)), (1, (0, 1)), (2, (0, 2))];
+        for (i, (counted, ignored)) in cases {
+            let got = replacement_failures(&j, last.get(&i).map(|p| p.as_ref()));
+            assert_eq!(got, IndexFailures { counted, ignored }, "index {i}");
+        }
+        assert_eq!(replacement_failures(&j, None), IndexFailures::default());
+        let next = new_pod(
+            &j,
+            Some((
+                2,
+                IndexFailures {
+                    counted: 0,
+                    ignored: 2,
+                },
+            )),
+        );
+        let a = next.metadata.annotations.unwrap();
+        assert_eq!(a.get(INDEX_FAILURE_COUNT), None, "no backoffLimitPerIndex");
+        let mut per_index = j.clone();
+        per_index.spec.as_mut().unwrap().backoff_limit_per_index = Some(1);
+        let next = new_pod(
+            &per_index,
+            Some((
+                2,
+                IndexFailures {
+                    counted: 0,
+                    ignored: 2,
+                },
+            )),
+        );
+        let a = next.metadata.annotations.unwrap();
+        assert_eq!(
+            (
+                a[INDEX_FAILURE_COUNT].as_str(),
+                a[INDEX_IGNORED_FAILURE_COUNT].as_str()
+            ),
+            ("0", "2")
+        );
     }
 
     #[test]

@@ -14,10 +14,12 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use tinykube_client::events::EventType;
+use tinykube_client::reflector::key_of;
 use tinykube_client::{Api, ClientError, Patch};
 
 use super::fate::{condition, decide, is_true, recorded_fate, set_condition, Counts};
 use super::indexes::{self, Indexes};
+use super::manage::Release;
 use super::pods::{self, has_finalizer};
 use super::{Controller, ORPHAN};
 use crate::context::BY_NAMESPACE;
@@ -46,6 +48,12 @@ impl Controller {
             self.expectations.delete(key);
             return Ok(());
         };
+        if self.cache_behind(key, &job) {
+            // The informer's event for the last status write enqueues the Job again; acting on
+            // the older copy could, say, replace a pod of an index that already failed.
+            self.queue.add_after(key, std::time::Duration::from_secs(1));
+            return Ok(());
+        }
         let Some(selector) = job.selector() else {
             tracing::warn!(key, "invalid selector; ignoring");
             return Ok(());
@@ -88,7 +96,6 @@ impl Controller {
         let mut unc_f = uncounted.failed.unwrap_or_default();
         let mut completed = indexes::parse(status.completed_indexes.as_deref().unwrap_or(""), n);
         let mut failed_idx = indexes::parse(status.failed_indexes.as_deref().unwrap_or(""), n);
-        let mut fail_job = None;
         let mut changed = false;
         let mut release: Vec<&Arc<Pod>> = Vec::new();
         for pod in pods {
@@ -123,7 +130,6 @@ impl Controller {
                 .and_then(|p| pods::match_failure_policy(p, pod));
             match rule.as_ref().map(|(a, m)| (a.as_str(), m)) {
                 Some(("Ignore", _)) => continue,
-                Some(("FailJob", m)) => fail_job = fail_job.or(Some(m.clone())),
                 Some(("FailIndex", _)) => {
                     if let Some(i) = index {
                         failed_idx.insert(i);
@@ -139,6 +145,15 @@ impl Controller {
             unc_f.push(uid);
             changed = true;
         }
+        // Any failed pod matching a FailJob rule fails the Job, counted already or not, so a
+        // sync cut short after recording the pod still ends with the Job failed (upstream's
+        // getFailJobMessage).
+        let fail_job = spec.pod_failure_policy.as_ref().and_then(|policy| {
+            pods.iter()
+                .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed"))
+                .filter_map(|p| pods::match_failure_policy(policy, p))
+                .find_map(|(action, message)| (action == "FailJob").then_some(message))
+        });
         let mut job = job.as_ref().clone();
         let write_indexes = |s: &mut JobStatus, c: &Indexes, f: &Indexes| {
             if indexed {
@@ -220,12 +235,14 @@ impl Controller {
                     condition(f.target, "True", &f.reason, &f.message, now),
                 );
                 if !active.is_empty() && satisfied {
-                    result = self.delete_pods(key, &job, &active).await;
+                    result = self.delete_pods(key, &job, &active, Release::Keep).await;
                     still_active = 0;
                 }
             }
             None if suspended && !active.is_empty() && satisfied => {
-                result = self.delete_pods(key, &job, &active).await;
+                result = self
+                    .delete_pods(key, &job, &active, Release::Finalizers)
+                    .await;
                 still_active = 0;
             }
             None if suspended => {}
@@ -318,9 +335,12 @@ impl Controller {
         );
         let mut next = job.clone();
         next.status = Some(status);
-        api.replace_status(job.metadata.name.as_deref().unwrap_or_default(), &next)
+        let written = api
+            .replace_status(job.metadata.name.as_deref().unwrap_or_default(), &next)
             .await
-            .map_err(SyncError::Status)
+            .map_err(SyncError::Status)?;
+        self.wrote(&key_of(job), &written);
+        Ok(written)
     }
 
     /// Remove the tracking finalizer of `pods`; the uids whose finalizer is gone now.

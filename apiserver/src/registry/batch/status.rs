@@ -11,11 +11,16 @@ use super::at;
 use super::job::{invalid_no_value, parse_indexes};
 
 fn is_true(job: &Value, ty: &str) -> bool {
+    condition_is(job, ty, "True")
+}
+
+/// Whether the condition `ty` of `job` is there with `status`.
+fn condition_is(job: &Value, ty: &str, status: &str) -> bool {
     job.pointer("/status/conditions")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .any(|c| c.get("type").and_then(Value::as_str) == Some(ty) && c["status"] == "True")
+        .any(|c| c.get("type").and_then(Value::as_str) == Some(ty) && c["status"] == status)
 }
 
 fn finished(job: &Value) -> bool {
@@ -254,7 +259,9 @@ pub fn validate_status_update(new: &Value, old: &Value) -> Vec<FieldError> {
         }
     }
     let suspended = new.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
-    if start_changed && old_field("startTime").is_some() && !suspended {
+    // A resumption restarts the clock of activeDeadlineSeconds (upstream's fix #134769).
+    let resuming = is_true(old, "Suspended") && condition_is(new, "Suspended", "False");
+    if start_changed && old_field("startTime").is_some() && !suspended && !resuming {
         errs.push(FieldError::required(
             "status.startTime",
             "startTime cannot be removed for unsuspended job",

@@ -295,12 +295,28 @@ fn status_writes_as_upstream() {
             json!({"active": 1}),
             vec!["status.startTime: Required value: startTime cannot be removed for unsuspended job"],
         ),
+        (
+            json!({"active": 1, "startTime": "2024-01-01T00:01:00Z"}),
+            vec!["status.startTime: Required value: startTime cannot be removed for unsuspended job"],
+        ),
     ];
     for (new_status, want) in cases {
         let new = with(old.clone(), &[("/status", new_status.clone())]);
         let got = strings(JobStrategy.validate_status_update(&new, &old));
         assert_eq!(got, want, "{new_status}");
     }
+    // Resumed (Suspended True → False): the controller restarts the clock.
+    let suspended = status(json!({"startTime": "2024-01-01T00:00:00Z",
+        "conditions": [{"type": "Suspended", "status": "True"}]}));
+    let resumed = with(
+        suspended.clone(),
+        &[(
+            "/status",
+            json!({"startTime": "2024-01-01T00:01:00Z",
+                "conditions": [{"type": "Suspended", "status": "False"}]}),
+        )],
+    );
+    assert!(strings(JobStrategy.validate_status_update(&resumed, &suspended)).is_empty());
     let failed = status(json!({"startTime": "2024-01-01T00:00:00Z", "failed": 2,
         "conditions": [{"type": "FailureTarget", "status": "True"}, {"type": "Failed", "status": "True"}]}));
     let undone = with(
