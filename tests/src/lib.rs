@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+pub mod jobs;
 pub mod lab;
 
 /// Folder of the workspace's built binaries (`target/debug`), found from the test executable.

@@ -10,23 +10,9 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tinykube_tests::{
-    eventually, lift_not_ready_taint, table_rows, ApiServer, ControllerManager, Kubelet, Scheduler,
-};
+use tinykube_tests::{eventually, table_rows, ApiServer, ControllerManager, Kubelet, Scheduler};
 
-const WAIT: Duration = Duration::from_secs(30);
-
-fn json(server: &ApiServer, args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.extend(["-o", "json"]);
-    serde_json::from_str(server.kubectl(&all).ok()).expect("kubectl printed JSON")
-}
-
-fn create(server: &ApiServer, manifest: &str) {
-    server
-        .kubectl_stdin(&["create", "-f", "-"], Some(manifest))
-        .ok();
-}
+use tinykube_tests::jobs::{condition, create, is_true, json, WAIT};
 
 fn job(server: &ApiServer, name: &str) -> Value {
     json(server, &["get", "job", name])
@@ -44,19 +30,6 @@ fn wait_job(server: &ApiServer, name: &str, what: &str, f: impl Fn(&Value) -> bo
     }
     let pods = server.kubectl(&["get", "pods", "-o", "wide", "--show-labels=false"]);
     panic!("job {name} never {what}: {last}\npods:\n{}", pods.stdout);
-}
-
-/// The condition of type `ty` (whatever its status).
-fn condition(job: &Value, ty: &str) -> Option<Value> {
-    job["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == ty)
-        .cloned()
-}
-
-fn is_true(job: &Value, ty: &str) -> bool {
-    condition(job, ty).is_some_and(|c| c["status"] == "True")
 }
 
 /// (reason, message) of a condition.
@@ -131,16 +104,7 @@ fn cluster() -> (ApiServer, ControllerManager, Scheduler, Kubelet) {
 }
 
 fn cluster_with_backoff(backoff: &str) -> (ApiServer, ControllerManager, Scheduler, Kubelet) {
-    let server = ApiServer::start().unwrap();
-    let flag = format!("--job-pod-failure-backoff={backoff}");
-    let cm = ControllerManager::start(&server, &["--controllers=job", &flag]).unwrap();
-    let scheduler = Scheduler::start(&server, &[]).unwrap();
-    let kubelet = Kubelet::start(&server, &["--hostname-override", "worker0"]).unwrap();
-    assert!(eventually(WAIT, || server
-        .kubectl(&["get", "node", "worker0"])
-        .success));
-    lift_not_ready_taint(&server, "worker0");
-    (server, cm, scheduler, kubelet)
+    tinykube_tests::jobs::cluster(backoff)
 }
 
 fn control_plane(server: &ApiServer) -> ControllerManager {

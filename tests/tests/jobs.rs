@@ -5,33 +5,14 @@
 //! manager killed mid-Job neither creates an extra pod nor loses a completion; and the API
 //! refuses what upstream refuses.
 
-use std::time::Duration;
-
 use serde_json::Value;
-use tinykube_tests::{
-    eventually, lift_not_ready_taint, table_rows, ApiServer, ControllerManager, Kubelet, Scheduler,
-};
+use tinykube_tests::{eventually, table_rows, ApiServer, ControllerManager, Kubelet, Scheduler};
 
-const WAIT: Duration = Duration::from_secs(30);
+use tinykube_tests::jobs::{create, is_true, json, WAIT};
 
-fn json(server: &ApiServer, args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.extend(["-o", "json"]);
-    serde_json::from_str(server.kubectl(&all).ok()).expect("kubectl printed JSON")
-}
-
-fn create(server: &ApiServer, manifest: &str) {
-    server
-        .kubectl_stdin(&["create", "-f", "-"], Some(manifest))
-        .ok();
-}
-
+/// The Job's condition `ty` when it is True.
 fn condition(job: &Value, ty: &str) -> Option<Value> {
-    job["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == ty && c["status"] == "True")
-        .cloned()
+    tinykube_tests::jobs::condition(job, ty).filter(|_| is_true(job, ty))
 }
 
 fn events(server: &ApiServer, name: &str) -> Vec<(String, String)> {
@@ -59,19 +40,7 @@ fn events(server: &ApiServer, name: &str) -> Vec<(String, String)> {
 
 /// An API server, a job controller, a scheduler and one kubelet that runs the pods.
 fn cluster() -> (ApiServer, ControllerManager, Scheduler, Kubelet) {
-    let server = ApiServer::start().unwrap();
-    let cm = ControllerManager::start(
-        &server,
-        &["--controllers=job", "--job-pod-failure-backoff=100ms"],
-    )
-    .unwrap();
-    let scheduler = Scheduler::start(&server, &[]).unwrap();
-    let kubelet = Kubelet::start(&server, &["--hostname-override", "worker0"]).unwrap();
-    assert!(eventually(WAIT, || server
-        .kubectl(&["get", "node", "worker0"])
-        .success));
-    lift_not_ready_taint(&server, "worker0");
-    (server, cm, scheduler, kubelet)
+    tinykube_tests::jobs::cluster("100ms")
 }
 
 const PI: &str = r#"apiVersion: batch/v1
