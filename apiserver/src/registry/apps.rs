@@ -68,8 +68,17 @@ fn check_selector(spec: &Value, kind: Workload, errs: &mut Vec<FieldError>) -> C
 
 /// The template's labels must be selected (a selector that matches everything needs no check).
 fn check_match(spec: &Value, chosen: &Chosen, errs: &mut Vec<FieldError>) {
-    let labels = at(spec, "/template/metadata/labels");
-    let set: std::collections::BTreeMap<String, String> = labels
+    match chosen {
+        Chosen::Nothing => errs.push(not_selected(spec)),
+        Chosen::Selector(s) => require_selected(spec, s, errs),
+        Chosen::Invalid => {}
+    }
+}
+
+/// Upstream's "`selector` does not match template `labels`" unless `selector` selects the
+/// labels of the template in `spec` (or everything). Shared by every kind with a pod template.
+pub(super) fn require_selected(spec: &Value, selector: &Selector, errs: &mut Vec<FieldError>) {
+    let set: std::collections::BTreeMap<String, String> = at(spec, "/template/metadata/labels")
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -77,18 +86,19 @@ fn check_match(spec: &Value, chosen: &Chosen, errs: &mut Vec<FieldError>) {
                 .collect()
         })
         .unwrap_or_default();
-    let matches = match chosen {
-        Chosen::Nothing => false,
-        Chosen::Selector(s) => s.is_everything() || s.matches(&set),
-        Chosen::Invalid => true,
-    };
-    if !matches {
-        errs.push(FieldError::invalid(
-            "spec.template.metadata.labels",
-            labels.cloned().unwrap_or(json!({})),
-            "`selector` does not match template `labels`",
-        ));
+    if !selector.is_everything() && !selector.matches(&set) {
+        errs.push(not_selected(spec));
     }
+}
+
+fn not_selected(spec: &Value) -> FieldError {
+    FieldError::invalid(
+        "spec.template.metadata.labels",
+        at(spec, "/template/metadata/labels")
+            .cloned()
+            .unwrap_or(json!({})),
+        "`selector` does not match template `labels`",
+    )
 }
 
 /// Upstream's ValidatePodTemplateSpec of the template at `path` (`spec.template`): its labels,

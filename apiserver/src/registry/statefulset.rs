@@ -10,7 +10,7 @@
 use serde_json::{json, Map, Value};
 use tinykube_proto::labels::Selector;
 
-use super::apps::{at, int_or_percent_value, over_100};
+use super::apps::{at, int_or_percent_value, over_100, require_selected};
 use super::field::FieldError;
 use super::meta::validate_annotations;
 use super::names::{validate_labels, validate_object_meta, NameRule};
@@ -151,25 +151,11 @@ fn selector_and_template(spec: &Value, errs: &mut Vec<FieldError>) {
         ));
         return;
     };
-    let labels = at(spec, "/template/metadata/labels");
-    if !built.is_everything() {
-        let set = labels
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !built.matches(&set) {
-            errs.push(FieldError::invalid(
-                "spec.template.metadata.labels",
-                labels.cloned().unwrap_or(json!({})),
-                "`selector` does not match template `labels`",
-            ));
-        }
-    }
-    errs.extend(validate_labels("spec.template.labels", labels));
+    require_selected(spec, &built, errs);
+    errs.extend(validate_labels(
+        "spec.template.labels",
+        at(spec, "/template/metadata/labels"),
+    ));
     errs.extend(validate_annotations(
         "spec.template.annotations",
         at(spec, "/template/metadata/annotations"),

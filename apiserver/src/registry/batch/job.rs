@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 use tinykube_proto::labels::Selector;
 
-use super::super::apps::pod_template;
+use super::super::apps::{pod_template, require_selected};
 use super::super::field::FieldError;
 use super::super::names::{immutable, label_errors, validate_object_meta, NameRule};
 use super::super::rules::{label_selector, non_negative_int};
@@ -173,22 +173,7 @@ pub fn validate_job(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         Some(sel) => errs.extend(label_selector("spec.selector", Some(sel))),
     }
     if let Some(s) = at(&spec, "/selector").and_then(build_selector) {
-        let labels = at(&spec, "/template/metadata/labels");
-        let set = labels
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !s.matches(&set) {
-            errs.push(FieldError::invalid(
-                "spec.template.metadata.labels",
-                labels.cloned().unwrap_or(json!({})),
-                "`selector` does not match template `labels`",
-            ));
-        }
+        require_selected(&spec, &s, &mut errs);
     }
     let completions = int(at(&spec, "/completions"));
     let indexed = at(&spec, "/completionMode").and_then(Value::as_str) == Some("Indexed");
