@@ -36,6 +36,7 @@ pub struct Recorder {
     client: Client,
     component: String,
     host: Option<String>,
+    clock: tinykube_clock::Clock,
     seen: Mutex<HashMap<Key, (String, String, i32)>>,
 }
 
@@ -45,8 +46,15 @@ impl Recorder {
             client,
             component: component.to_string(),
             host: host.map(str::to_string),
+            clock: tinykube_clock::Clock::real(),
             seen: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Stamp events with `clock` (the real clock by default).
+    pub fn with_clock(mut self, clock: tinykube_clock::Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Record that `reason` happened to `regarding`. A repeat of the same event bumps the
@@ -89,7 +97,7 @@ impl Recorder {
         message: &str,
         previous: Option<(String, String, i32)>,
     ) -> Result<(String, String, i32), ClientError> {
-        let now = crate::now();
+        let now = self.clock.timestamp();
         if let Some((name, ns, count)) = previous {
             let bumped = count + 1;
             let patch = json!({"count": bumped, "lastTimestamp": Time(now), "message": message});
