@@ -136,6 +136,7 @@ impl Clock {
     /// Run `fut` for at most `d` of this clock.
     pub async fn timeout<F: Future>(&self, d: Duration, fut: F) -> Result<F::Output, Elapsed> {
         tokio::select! {
+            biased;
             out = fut => Ok(out),
             _ = self.sleep(d) => Err(Elapsed),
         }
