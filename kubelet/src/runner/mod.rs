@@ -5,6 +5,8 @@
 //!
 //! What the streaming endpoints use: [`Kubelet::container_logs`] and [`Kubelet::exec`].
 
+#[cfg(test)]
+mod clock_tests;
 mod env;
 mod host;
 pub(crate) mod network;
