@@ -1,7 +1,8 @@
 //! Registration and heartbeats of every simulated node: the Node is created (or, with
 //! `--register-node=false`, waited for), its Lease renewed every 10 s (a quarter of its 40 s
-//! duration) and its conditions posted every report period. One timer serves all nodes:
-//! each tick handles one slot of them, so renewals are spread evenly over the period.
+//! duration) and its conditions posted every report period, all on the kubelet's clock (a
+//! failed registration is retried on tokio's). One timer serves all nodes: each tick handles
+//! one slot of them, so renewals are spread evenly over the period.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use k8s_openapi::api::core::v1::Node;
 use serde_json::json;
 use tinykube_client::events::EventType;
 use tinykube_client::{Api, Patch};
+use tinykube_clock::Clock;
 use tokio_util::sync::CancellationToken;
 
 use crate::node::{self, LEASE_NAMESPACE};
@@ -29,23 +31,35 @@ pub fn slot_members(n: usize, tick: u64) -> impl Iterator<Item = usize> {
     (slot..n).step_by(SLOTS)
 }
 
-/// Call `f` with the nodes due on each tick, every `period / SLOTS`, until `shutdown`; each node
-/// comes up once per period.
-pub async fn staggered<F, Fut>(n: usize, period: Duration, shutdown: CancellationToken, f: F)
-where
+/// Call `f` with the nodes due on each tick, every `period / SLOTS` of `clock`, until
+/// `shutdown`; each node comes up once per period. A tick that comes late (the machine was
+/// busy, or a manual clock jumped) also serves the slots it passed, at most one period's worth:
+/// after a jump of many periods every node comes up once, not once per period skipped.
+pub async fn staggered<F, Fut>(
+    n: usize,
+    period: Duration,
+    clock: &Clock,
+    shutdown: CancellationToken,
+    f: F,
+) where
     F: Fn(Vec<usize>) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let mut ticker = tokio::time::interval(period / SLOTS as u32);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut tick = 0u64;
+    let slot = (period / SLOTS as u32).max(Duration::from_millis(1));
+    let mut ticker = clock.interval(slot);
+    let mut start = None;
+    // The first slot not served yet.
+    let mut next = 0u64;
     loop {
-        tokio::select! {
+        let due_at = tokio::select! {
             _ = shutdown.cancelled() => return,
-            _ = ticker.tick() => {}
-        }
-        let due: Vec<usize> = slot_members(n, tick).collect();
-        tick += 1;
+            at = ticker.tick() => at,
+        };
+        let start = *start.get_or_insert(due_at);
+        let current = ((clock.instant() - start).as_nanos() / slot.as_nanos()) as u64;
+        let from = next.max((current + 1).saturating_sub(SLOTS as u64));
+        let due: Vec<usize> = (from..=current).flat_map(|t| slot_members(n, t)).collect();
+        next = next.max(current + 1);
         if !due.is_empty() {
             f(due).await;
         }
@@ -74,7 +88,7 @@ pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
     tracing::info!(nodes = k.nodes.len(), "nodes registered");
     let lease_period = lease_period(k.config.node_lease_duration_seconds);
     let n = k.nodes.len();
-    let leases = staggered(n, lease_period, shutdown.clone(), |due| {
+    let leases = staggered(n, lease_period, &k.clock, shutdown.clone(), |due| {
         let k = k.clone();
         async move {
             futures::stream::iter(due)
@@ -91,6 +105,7 @@ pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
     let status = staggered(
         n,
         k.config.node_status_update_frequency,
+        &k.clock,
         shutdown.clone(),
         |due| {
             let k = k.clone();
@@ -103,7 +118,7 @@ pub(crate) async fn run(k: Arc<Kubelet>, shutdown: CancellationToken) {
                             let current = k.node_objects.get(&n.config.name);
                             let last = *n.reported_at.lock().unwrap_or_else(|e| e.into_inner());
                             let stale = last.is_none_or(|t| {
-                                t.elapsed() >= k.config.node_status_report_frequency
+                                k.clock.instant() - t >= k.config.node_status_report_frequency
                             });
                             if !(stale || conditions_differ(current.as_deref())) {
                                 return;
@@ -172,7 +187,14 @@ async fn register_once(
     api: &Api<Node>,
 ) -> Result<bool, tinykube_client::ClientError> {
     let name = &n.config.name;
-    let wanted = node::initial(&n.config, &k.capacity, &k.machine, n.since, k.endpoint);
+    let wanted = node::initial(
+        &n.config,
+        &k.capacity,
+        &k.machine,
+        n.since,
+        k.clock.timestamp(),
+        k.endpoint,
+    );
     let existing = if k.config.register_node {
         match api.create(&wanted).await {
             Ok(created) => Some(created),
@@ -219,11 +241,12 @@ async fn register_once(
         &k.capacity,
         &k.machine,
         n.since,
+        k.clock.timestamp(),
         k.endpoint,
     ))?;
     api.patch_status(name, &Patch::Strategic(json!({ "status": status })))
         .await?;
-    *n.reported_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(tokio::time::Instant::now());
+    *n.reported_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(k.clock.instant());
     Ok(true)
 }
 
@@ -241,7 +264,8 @@ pub fn conditions_differ(node: Option<&Node>) -> bool {
                 .collect()
         })
         .unwrap_or_default();
-    node::conditions(crate::now()).iter().any(|want| {
+    let epoch = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
+    node::conditions(epoch, epoch).iter().any(|want| {
         !current.contains(&(
             want.type_.as_str(),
             want.status.as_str(),
@@ -254,13 +278,13 @@ pub fn conditions_differ(node: Option<&Node>) -> bool {
 async fn post_conditions(k: &Kubelet, n: &NodeState) -> Result<(), tinykube_client::ClientError> {
     let _permit = k.writes.acquire().await;
     let api: Api<Node> = Api::all(k.client.clone());
-    let conditions = serde_json::to_value(node::conditions(n.since))?;
+    let conditions = serde_json::to_value(node::conditions(n.since, k.clock.timestamp()))?;
     api.patch_status(
         &n.config.name,
         &Patch::Strategic(json!({"status": {"conditions": conditions}})),
     )
     .await?;
-    *n.reported_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(tokio::time::Instant::now());
+    *n.reported_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(k.clock.instant());
     Ok(())
 }
 
@@ -271,7 +295,7 @@ async fn renew_lease(k: &Kubelet, n: &NodeState) {
     let api: Api<Lease> = Api::namespaced(k.client.clone(), LEASE_NAMESPACE);
     let name = &n.config.name;
     let cached = n.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
-    let now = crate::now();
+    let now = k.clock.timestamp();
     let result = match cached {
         Some(mut lease) => {
             if let Some(spec) = lease.spec.as_mut() {
@@ -350,7 +374,8 @@ mod tests {
                                                       "status": {"conditions": conds}}))
             .unwrap()
         };
-        let ours = serde_json::to_value(node::conditions(crate::now())).unwrap();
+        let t = k8s_openapi::jiff::Timestamp::from_second(1_800_000_000).unwrap();
+        let ours = serde_json::to_value(node::conditions(t, t)).unwrap();
         let mut unknown = ours.clone();
         unknown[3]["status"] = "Unknown".into();
         unknown[3]["reason"] = "NodeStatusUnknown".into();
@@ -365,29 +390,79 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn staggered_calls_each_node_once_per_period() {
+    /// `staggered` over 45 nodes, counting each node's calls and the batches.
+    struct Counting {
+        calls: Arc<Mutex<Vec<usize>>>,
+        batches: Arc<AtomicUsize>,
+        stop: CancellationToken,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    fn counting(clock: &Clock) -> Counting {
         let calls = Arc::new(Mutex::new(vec![0usize; 45]));
         let batches = Arc::new(AtomicUsize::new(0));
         let stop = CancellationToken::new();
-        let (c, b) = (calls.clone(), batches.clone());
-        let task = tokio::spawn(staggered(
-            45,
-            Duration::from_secs(10),
-            stop.clone(),
-            move |due| {
+        let (c, b, clock, s) = (calls.clone(), batches.clone(), clock.clone(), stop.clone());
+        let task = tokio::spawn(async move {
+            staggered(45, Duration::from_secs(10), &clock, s, move |due| {
                 b.fetch_add(1, Ordering::SeqCst);
                 for i in due {
                     c.lock().unwrap()[i] += 1;
                 }
                 async {}
-            },
-        ));
+            })
+            .await
+        });
+        Counting {
+            calls,
+            batches,
+            stop,
+            task,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn staggered_calls_each_node_once_per_period() {
+        let Counting {
+            calls,
+            batches,
+            stop,
+            task,
+        } = counting(&Clock::real());
         // Three whole periods (the first tick fires at once).
         tokio::time::sleep(Duration::from_millis(29_999)).await;
         stop.cancel();
         task.await.unwrap();
         assert!(calls.lock().unwrap().iter().all(|&c| c == 3));
         assert_eq!(batches.load(Ordering::SeqCst), 3 * SLOTS);
+    }
+
+    /// On a manual clock: nothing but the first slot until an advance; a slot's worth of
+    /// advance serves the next slot; a jump of many periods serves every node once.
+    #[tokio::test(start_paused = true)]
+    async fn staggered_follows_a_manual_clock() {
+        let clock = Clock::manual(std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+        let Counting {
+            calls, stop, task, ..
+        } = counting(&clock);
+        let settle = || tokio::time::sleep(Duration::from_millis(50));
+        settle().await;
+        let counts = || calls.lock().unwrap().clone();
+        let first: Vec<usize> = (0..45).map(|i| usize::from(i % SLOTS == 0)).collect();
+        assert_eq!(counts(), first, "only slot 0 before any advance");
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert_eq!(counts(), first, "real time does not move it");
+        clock.advance(Duration::from_millis(500));
+        settle().await;
+        let second: Vec<usize> = (0..45).map(|i| usize::from(i % SLOTS <= 1)).collect();
+        assert_eq!(counts(), second, "slot 1 after one slot of advance");
+        clock.advance(Duration::from_secs(300));
+        settle().await;
+        assert!(
+            counts().iter().zip(&second).all(|(c, s)| c - s == 1),
+            "every node once more"
+        );
+        stop.cancel();
+        task.await.unwrap();
     }
 }

@@ -29,12 +29,11 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use k8s_openapi::jiff::Timestamp;
 use tinykube_client::events::{EventType, Recorder};
+pub(crate) use tinykube_client::reflector::key_of as reflector_key;
 use tinykube_client::reflector::{Informer, Store};
 use tinykube_client::{Api, Client, ListParams};
+use tinykube_clock::Clock;
 use tokio_util::sync::CancellationToken;
-
-pub use tinykube_client::now;
-pub(crate) use tinykube_client::reflector::key_of as reflector_key;
 
 use crate::admission::Requests;
 use crate::lifecycle::{Facts, Stage};
@@ -67,6 +66,10 @@ pub struct Config {
     pub cluster_dns: String,
     /// The cluster's DNS domain (`--cluster-domain`).
     pub cluster_domain: String,
+    /// The time of the cluster: heartbeats, leases, pod and container times, probes, back-offs,
+    /// grace periods, the containers' own clocks and log times go by it (`Clock::real()` in the
+    /// binary; a manual clock in an in-process test cluster).
+    pub clock: Clock,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -145,7 +148,7 @@ pub(crate) struct NodeState {
     pub since: Timestamp,
     pub lease: Mutex<Option<Lease>>,
     pub local: Mutex<NodeLocal>,
-    /// When its conditions were last posted.
+    /// When its conditions were last posted (an instant of the kubelet's clock).
     pub reported_at: Mutex<Option<tokio::time::Instant>>,
 }
 
@@ -199,6 +202,9 @@ pub(crate) struct Kubelet {
     pub network: Arc<runner::Cluster>,
     /// Where the API server reaches this process's endpoint (published on every Node).
     pub endpoint: Option<SocketAddr>,
+    /// The cluster's time (`Config::clock`): what Kubernetes defines goes by it; retries,
+    /// polls and timeouts of the plumbing stay on tokio's clock.
+    pub clock: Clock,
 }
 
 impl Kubelet {
@@ -270,7 +276,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
     // Every Node: ours by name (conditions changed by others), the others for their podCIDRs
     // and kubelet addresses (the simulated network between kubelet processes).
     let node_informer = Informer::new(Api::<Node>::all(client.clone()), ListParams::default());
-    let now = now();
+    let clock = config.clock.clone();
+    let now = clock.timestamp();
     let nodes: Vec<Arc<NodeState>> = config
         .nodes
         .iter()
@@ -313,6 +320,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
         config.nodes.iter().map(|n| n.name.clone()).collect(),
         config.cluster_dns.clone(),
         config.cluster_domain.clone(),
+        clock.clone(),
     ));
     // Bound before the Nodes are registered: they publish the port it got.
     let listener = match config.serve_addr {
@@ -332,7 +340,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
         println!("tinykube-kubelet serving /healthz and /pods on http://{local}");
     }
     let kubelet = Arc::new(Kubelet {
-        recorder: Recorder::new(client.clone(), "kubelet", Some(&host)),
+        recorder: Recorder::new(client.clone(), "kubelet", Some(&host)).with_clock(clock.clone()),
         client,
         capacity: config.capacity.clone(),
         machine: Machine::detect(),
@@ -346,6 +354,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
         wake_static: tokio::sync::Notify::new(),
         network,
         endpoint,
+        clock,
     });
     if let Some(listener) = listener {
         tokio::spawn(server::serve(listener, kubelet.clone(), shutdown.clone()));

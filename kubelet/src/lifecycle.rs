@@ -58,12 +58,12 @@ pub struct Facts {
 }
 
 impl Facts {
-    /// Placeholder facts of a pod never started here.
-    pub fn none() -> Facts {
+    /// Placeholder facts of a pod never started here, seen `now`.
+    pub fn none(now: Timestamp) -> Facts {
         Facts {
             host_ip: String::new(),
             pod_ip: String::new(),
-            started_at: crate::now(),
+            started_at: now,
             run: None,
         }
     }

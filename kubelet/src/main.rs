@@ -190,6 +190,7 @@ async fn main() {
         serve_addr: Some(SocketAddr::new(flags.address, flags.read_only_port)),
         cluster_dns: flags.cluster_dns.clone(),
         cluster_domain: flags.cluster_domain.clone(),
+        clock: tinykube_clock::Clock::real(),
     };
     let shutdown = tinykube_cli::shutdown_on_signal();
     if let Err(e) = tinykube_kubelet::run(config, shutdown).await {

@@ -221,19 +221,21 @@ fn condition(
     reason: &str,
     message: &str,
     since: Timestamp,
+    now: Timestamp,
 ) -> NodeCondition {
     NodeCondition {
         type_: type_.into(),
         status: if ok { "True" } else { "False" }.into(),
         reason: Some(reason.into()),
         message: Some(message.into()),
-        last_heartbeat_time: Some(Time(crate::now())),
+        last_heartbeat_time: Some(Time(now)),
         last_transition_time: Some(Time(since)),
     }
 }
 
-/// The four conditions a healthy kubelet posts, with upstream's reasons and messages.
-pub fn conditions(since: Timestamp) -> Vec<NodeCondition> {
+/// The four conditions a healthy kubelet posts, with upstream's reasons and messages: true
+/// (or false) `since`, heartbeat `now`.
+pub fn conditions(since: Timestamp, now: Timestamp) -> Vec<NodeCondition> {
     vec![
         condition(
             "MemoryPressure",
@@ -241,6 +243,7 @@ pub fn conditions(since: Timestamp) -> Vec<NodeCondition> {
             "KubeletHasSufficientMemory",
             "kubelet has sufficient memory available",
             since,
+            now,
         ),
         condition(
             "DiskPressure",
@@ -248,6 +251,7 @@ pub fn conditions(since: Timestamp) -> Vec<NodeCondition> {
             "KubeletHasNoDiskPressure",
             "kubelet has no disk pressure",
             since,
+            now,
         ),
         condition(
             "PIDPressure",
@@ -255,6 +259,7 @@ pub fn conditions(since: Timestamp) -> Vec<NodeCondition> {
             "KubeletHasSufficientPID",
             "kubelet has sufficient PID available",
             since,
+            now,
         ),
         condition(
             "Ready",
@@ -262,6 +267,7 @@ pub fn conditions(since: Timestamp) -> Vec<NodeCondition> {
             "KubeletReady",
             "kubelet is posting ready status",
             since,
+            now,
         ),
     ]
 }
@@ -279,13 +285,14 @@ pub fn status(
     cap: &Capacity,
     machine: &Machine,
     since: Timestamp,
+    now: Timestamp,
     endpoint: Option<SocketAddr>,
 ) -> NodeStatus {
     let machine_id = crate::hash::hex(&[b"machine", node.name.as_bytes()], 2);
     NodeStatus {
         capacity: Some(quantities(&cap.list)),
         allocatable: Some(quantities(&cap.list)),
-        conditions: Some(conditions(since)),
+        conditions: Some(conditions(since, now)),
         addresses: Some(vec![
             NodeAddress {
                 type_: "InternalIP".into(),
@@ -340,6 +347,7 @@ pub fn initial(
     cap: &Capacity,
     machine: &Machine,
     since: Timestamp,
+    now: Timestamp,
     endpoint: Option<SocketAddr>,
 ) -> Node {
     Node {
@@ -355,7 +363,7 @@ pub fn initial(
             taints: (!node.taints.is_empty()).then(|| node.taints.clone()),
             ..Default::default()
         }),
-        status: Some(status(node, cap, machine, since, endpoint)),
+        status: Some(status(node, cap, machine, since, now, endpoint)),
     }
 }
 
@@ -450,11 +458,16 @@ mod tests {
             manifest_path: None,
         };
         let endpoint = reachable("0.0.0.0:41234".parse().unwrap());
+        let (since, now) = (
+            Timestamp::from_second(1_800_000_000).unwrap(),
+            Timestamp::from_second(1_800_000_300).unwrap(),
+        );
         let n = initial(
             &cfg,
             &parse_capacity("").unwrap(),
             &machine,
-            crate::now(),
+            since,
+            now,
             Some(endpoint),
         );
         let annotations = n.metadata.annotations.clone().unwrap();
@@ -470,9 +483,12 @@ mod tests {
         assert_eq!(labels["kubernetes.io/os"], "linux");
         assert_eq!(labels["disktype"], "ssd");
         let status = n.status.unwrap();
-        let conds: Vec<(String, String, String)> = status
-            .conditions
-            .unwrap()
+        let conditions = status.conditions.unwrap();
+        assert!(conditions
+            .iter()
+            .all(|c| c.last_heartbeat_time == Some(Time(now))
+                && c.last_transition_time == Some(Time(since))));
+        let conds: Vec<(String, String, String)> = conditions
             .into_iter()
             .map(|c| (c.type_, c.status, c.reason.unwrap()))
             .collect();
@@ -486,13 +502,10 @@ mod tests {
         assert_eq!(addrs[1].type_, "Hostname");
         assert_eq!(status.node_info.unwrap().kubelet_version, "v1.36.2");
         assert_eq!(n.spec.unwrap().pod_cidr.as_deref(), Some("10.244.1.0/24"));
-        let l = lease(
-            "worker0",
-            Some("uid-1"),
-            LEASE_DURATION_SECONDS,
-            crate::now(),
-        );
-        assert_eq!(l.spec.unwrap().lease_duration_seconds, Some(40));
+        let l = lease("worker0", Some("uid-1"), LEASE_DURATION_SECONDS, now);
+        let spec = l.spec.unwrap();
+        assert_eq!(spec.lease_duration_seconds, Some(40));
+        assert_eq!(spec.renew_time, Some(MicroTime(now)));
         assert_eq!(l.metadata.owner_references.unwrap()[0].kind, "Node");
     }
 }

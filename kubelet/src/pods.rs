@@ -21,7 +21,9 @@ use crate::{Kubelet, NodeState, PodRecord};
 
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 /// How often the cache is walked again, in case a notification was missed, and statuses that
-/// drifted from ours are written again.
+/// drifted from ours are written again. On tokio's clock, not the cluster's: it is the
+/// kubelet's own bookkeeping (upstream's status manager syncs on a real ticker too), and it
+/// retries a failed final delete.
 const RESYNC: Duration = Duration::from_secs(10);
 
 pub fn is_mirror(pod: &Pod) -> bool {
@@ -135,7 +137,7 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
             let rec = local.pods.entry(uid.clone()).or_insert_with(|| PodRecord {
                 stage: Stage::Pending,
                 requests,
-                facts: Facts::none(),
+                facts: Facts::none(k.clock.timestamp()),
                 owns_ip: false,
                 is_static: false,
                 writing: 0,
@@ -172,7 +174,7 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
     if matches!(phase, Some("Succeeded" | "Failed")) {
         return;
     }
-    if let Some(rec) = adopt(&n, pod) {
+    if let Some(rec) = adopt(&n, pod, k.clock.timestamp()) {
         if rec.owns_ip {
             local.ips.claim(&rec.facts.pod_ip);
         }
@@ -183,7 +185,7 @@ pub(crate) fn handle(k: &Arc<Kubelet>, pod: &Arc<Pod>) {
     }
     let requests = pod_requests(pod);
     let (used, count) = local.usage();
-    let now = crate::now();
+    let now = k.clock.timestamp();
     let host_network = pod
         .spec
         .as_ref()
@@ -254,17 +256,13 @@ fn reassert(k: &Arc<Kubelet>, n: &Arc<NodeState>, pod: &Arc<Pod>) {
 
 /// A pod found running after a restart of the kubelet: taken over with its IP. Its containers'
 /// processes lived in the old kubelet process, so they start again (without events).
-fn adopt(n: &NodeState, pod: &Pod) -> Option<PodRecord> {
+fn adopt(n: &NodeState, pod: &Pod, now: k8s_openapi::jiff::Timestamp) -> Option<PodRecord> {
     let status = pod.status.as_ref()?;
     if status.phase.as_deref() != Some("Running") {
         return None;
     }
     let pod_ip = status.pod_ip.clone()?;
-    let started_at = status
-        .start_time
-        .as_ref()
-        .map(|t| t.0)
-        .unwrap_or(crate::now());
+    let started_at = status.start_time.as_ref().map(|t| t.0).unwrap_or(now);
     let host_ip = n.config.node_ip.to_string();
     Some(PodRecord {
         stage: Stage::Creating,
@@ -437,11 +435,15 @@ async fn finalize(k: Arc<Kubelet>, pod: Arc<Pod>) {
             .unwrap_or(30)
             .max(0) as u64;
         h.stop(Duration::from_secs(grace));
-        let _ = tokio::time::timeout(Duration::from_secs(grace + 5), h.done.cancelled()).await;
+        let _ = k
+            .clock
+            .timeout(Duration::from_secs(grace + 5), h.done.cancelled())
+            .await;
         // The sandbox goes with the pod.
+        let now = k.clock.timestamp();
         h.update(|run| {
             run.sandbox_gone = true;
-            run.sandbox_at = crate::now();
+            run.sandbox_at = now;
         });
         write_final_status(&k, &api, &pod).await;
     }

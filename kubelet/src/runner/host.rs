@@ -1,12 +1,14 @@
-//! The [`Host`] a container's processes run on: tokio's clock for sleeping, the container's
-//! signal box, its log (or an exec session's stream, or a probe's capture) for output, the
-//! cluster network, the pod's listening ports and the container's memory and CPU use.
+//! The [`Host`] a container's processes run on: the kubelet's clock (a `sleep 3600` ends when
+//! the cluster's clock has moved an hour), the container's signal box, its log (or an exec
+//! session's stream, or a probe's capture) for output, the cluster network, the pod's
+//! listening ports and the container's memory and CPU use.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use tinykube_clock::Clock;
 use tinykube_runtime::{BoxFuture, Host, LogSink, Network, Server, Signal, Stream};
 use tokio::sync::{mpsc, Notify};
 
@@ -96,9 +98,10 @@ pub(crate) enum Output {
 }
 
 impl Output {
-    fn write(&self, stream: Stream, text: &str) {
+    /// Write what a process wrote `at` (the time its log line gets).
+    fn write(&self, at: SystemTime, stream: Stream, text: &str) {
         match self {
-            Output::Log(h) => h.lock().current.write(SystemTime::now(), stream, text),
+            Output::Log(h) => h.lock().current.write(at, stream, text),
             Output::Session { tx, tty } => {
                 let stream = if *tty { Stream::Stdout } else { stream };
                 let text = if *tty {
@@ -123,6 +126,7 @@ pub(crate) struct Place {
 }
 
 pub(crate) struct KubeletHost {
+    pub clock: Clock,
     pub signals: Arc<Signals>,
     pub output: Output,
     pub stdin: Option<mpsc::Receiver<String>>,
@@ -133,17 +137,27 @@ pub(crate) struct KubeletHost {
 
 impl Host for KubeletHost {
     fn now(&self) -> SystemTime {
-        SystemTime::now()
+        self.clock.now()
     }
 
     fn sleep(&mut self, d: Duration) -> BoxFuture<'_, ()> {
-        Box::pin(tokio::time::sleep(d))
+        if d.is_zero() {
+            // The shell's way of letting the other tasks run: a yield, even on a manual clock
+            // (whose zero sleep is over at once).
+            return Box::pin(tokio::task::yield_now());
+        }
+        Box::pin(self.clock.sleep(d))
     }
 
     fn wait_signal(&mut self, d: Option<Duration>) -> BoxFuture<'_, Option<Signal>> {
         let signals = self.signals.clone();
+        let clock = self.clock.clone();
         Box::pin(async move {
-            let deadline = d.map(|d| tokio::time::Instant::now() + d);
+            if d.is_some_and(|d| d.is_zero()) {
+                // As in `sleep`: a zero wait still lets the other tasks run.
+                tokio::task::yield_now().await;
+            }
+            let deadline = d.map(|d| clock.instant() + d);
             loop {
                 let notified = signals.notify.notified();
                 tokio::pin!(notified);
@@ -155,7 +169,7 @@ impl Host for KubeletHost {
                     Some(at) => {
                         tokio::select! {
                             _ = notified => {}
-                            _ = tokio::time::sleep_until(at) => return None,
+                            _ = clock.sleep_until(at) => return None,
                         }
                     }
                     None => notified.await,
@@ -169,7 +183,7 @@ impl Host for KubeletHost {
     }
 
     fn write(&mut self, stream: Stream, text: &str) {
-        self.output.write(stream, text);
+        self.output.write(self.clock.now(), stream, text);
     }
 
     fn read(&mut self) -> BoxFuture<'_, Option<String>> {
@@ -182,8 +196,8 @@ impl Host for KubeletHost {
     }
 
     fn log_sink(&self) -> LogSink {
-        let out = self.output.clone();
-        Arc::new(move |stream, text| out.write(stream, text))
+        let (out, clock) = (self.output.clone(), self.clock.clone());
+        Arc::new(move |stream, text| out.write(clock.now(), stream, text))
     }
 
     fn network(&self) -> Arc<dyn Network> {

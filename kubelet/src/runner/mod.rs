@@ -1,10 +1,12 @@
 //! The containers of the pods this kubelet runs, as a runtime would run them: each container's
-//! process from `tinykube-runtime`, driven on tokio's clock, with its logs, its restarts and
-//! its probes. [`crate::pods`] and [`crate::static_pods`] decide which pods run; this module
+//! process from `tinykube-runtime`, driven on the kubelet's clock, with its logs, its restarts
+//! and its probes. [`crate::pods`] and [`crate::static_pods`] decide which pods run; this module
 //! runs them and says what their containers are doing.
 //!
 //! What the streaming endpoints use: [`Kubelet::container_logs`] and [`Kubelet::exec`].
 
+#[cfg(test)]
+mod clock_tests;
 mod env;
 mod host;
 pub(crate) mod network;
@@ -111,6 +113,7 @@ pub(crate) fn start(
         network,
         host_ip.to_string(),
         k.nodes.len() == 1,
+        k.clock.clone(),
     ));
     let node = n.clone();
     let host_paths: HostPaths = Arc::new(move |path: &str| node.host_path(path));
@@ -129,7 +132,7 @@ pub(crate) async fn report(k: Arc<Kubelet>, n: Arc<NodeState>, h: Arc<PodHandle>
         // Version 0: nothing has happened to the containers yet (the pod shows
         // ContainerCreating, or nothing on simulated nodes, until one starts).
         if version > 0 && written != Some(version) {
-            // Let a burst of changes land in one write.
+            // Let a burst of changes land in one write (tokio's clock: a batching window).
             tokio::time::sleep(Duration::from_millis(20)).await;
             written = Some(h.run().version);
             let pod = k.pods.get(&key).unwrap_or_else(|| h.pod.clone());
@@ -305,6 +308,7 @@ impl Kubelet {
             )));
         };
         let mut host = host::KubeletHost {
+            clock: live.clock.clone(),
             signals: Arc::new(host::Signals::default()),
             output: host::Output::Session {
                 tx: io.output,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use tinykube_client::reflector::Store;
+use tinykube_clock::Clock;
 use tinykube_runtime::net::Resolved;
 use tinykube_runtime::{HttpRequest, HttpResponse, NetError, Network, Server};
 
@@ -35,6 +36,8 @@ pub(crate) struct Cluster {
     /// Round-robin position of Service connections.
     turn: AtomicUsize,
     peers: Peers,
+    /// The kubelet's clock (the time servers see a request at, for their logs and ages).
+    pub clock: Clock,
 }
 
 impl Cluster {
@@ -45,6 +48,7 @@ impl Cluster {
         own: HashSet<String>,
         dns_ip: String,
         domain: String,
+        clock: Clock,
     ) -> Cluster {
         Cluster {
             services,
@@ -56,6 +60,7 @@ impl Cluster {
             domain,
             turn: AtomicUsize::new(0),
             peers: Peers::new(),
+            clock,
         }
     }
 
@@ -343,7 +348,7 @@ impl Network for PodNetwork {
             req.remote_ip = self.pod_ip.clone();
         }
         match landing {
-            Landing::Here(server) => Ok(server.http(&req, std::time::SystemTime::now())),
+            Landing::Here(server) => Ok(server.http(&req, self.cluster.clock.now())),
             Landing::Peer { peer, ip, port } => self.cluster.peers.http(peer, &ip, port, &req),
         }
     }

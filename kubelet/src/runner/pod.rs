@@ -3,7 +3,9 @@
 //! side by side, each under a supervisor that creates and starts it, watches its process, its
 //! probes and its memory, kills it (SIGTERM, then SIGKILL after the grace period) and restarts
 //! it by the pod's `restartPolicy` with the crash-loop back-off; and stop everything when the
-//! pod is deleted.
+//! pod is deleted. Container times, back-offs, grace periods and hooks go by the kubelet's
+//! clock; retries while a volume or a container's config cannot be had yet stay on tokio's
+//! (they wait for API objects, not for time).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -11,6 +13,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, ObjectReference, Pod};
 use tinykube_client::events::EventType;
+use tinykube_clock::Clock;
 use tinykube_runtime::{Fs, Signal};
 use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
@@ -34,6 +37,8 @@ pub(crate) struct Live {
     pub fs: Fs,
     pub place: Place,
     pub network: Arc<PodNetwork>,
+    /// The kubelet's clock (what commands run in the container live by).
+    pub clock: Clock,
 }
 
 /// A pod being run, shared by its worker, its status writes and the streaming endpoints.
@@ -57,6 +62,8 @@ pub(crate) struct PodHandle {
     /// Taken over after a kubelet restart: the first start of each container is quiet (no
     /// events), as its container was, for the API, running all along.
     pub adopted: std::sync::atomic::AtomicBool,
+    /// The kubelet's clock.
+    pub clock: Clock,
 }
 
 impl std::fmt::Debug for PodHandle {
@@ -72,7 +79,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl PodHandle {
-    pub fn new(pod: Arc<Pod>, network: Arc<PodNetwork>, host_ip: String, events: bool) -> Self {
+    pub fn new(
+        pod: Arc<Pod>,
+        network: Arc<PodNetwork>,
+        host_ip: String,
+        events: bool,
+        clock: Clock,
+    ) -> Self {
         let grace = pod
             .spec
             .as_ref()
@@ -80,7 +93,7 @@ impl PodHandle {
             .unwrap_or(30)
             .max(0) as u64;
         PodHandle {
-            run: Mutex::new(PodRun::new(&pod, crate::now())),
+            run: Mutex::new(PodRun::new(&pod, clock.timestamp())),
             pod,
             changed: Notify::new(),
             stop: CancellationToken::new(),
@@ -93,6 +106,7 @@ impl PodHandle {
             host_ip,
             events,
             adopted: Default::default(),
+            clock,
         }
     }
 
@@ -106,7 +120,7 @@ impl PodHandle {
             let mut run = self.run();
             let (init, ready) = (run.initialized(), run.containers_ready());
             f(&mut run);
-            let now = crate::now();
+            let now = self.clock.timestamp();
             if run.initialized() != init {
                 run.initialized_at = now;
             }
@@ -369,7 +383,7 @@ async fn supervise(ctx: Arc<Ctx>, c: Container, kind: Kind) -> Option<i32> {
                 h.event(k, who, EventType::Warning, "BackOff", &event).await;
                 tokio::select! {
                     _ = h.stop.cancelled() => return None,
-                    _ = tokio::time::sleep(delay) => {}
+                    _ = h.clock.sleep(delay) => {}
                 }
             }
         }
@@ -410,9 +424,7 @@ async fn supervise(ctx: Arc<Ctx>, c: Container, kind: Kind) -> Option<i32> {
                     cr.restarts += 1;
                 }
             });
-            h.logs_of(&name)
-                .lock()
-                .restart(std::time::SystemTime::now());
+            h.logs_of(&name).lock().restart(h.clock.now());
         }
         pull_events(&ctx, &c, who, first).await;
         let ended = run_once(&ctx, &c, kind, env, first).await;
@@ -557,6 +569,7 @@ async fn run_once(
         fs: fs.clone(),
         place: place.clone(),
         network: h.network.clone(),
+        clock: h.clock.clone(),
     };
     lock(&h.live).insert(name.clone(), live.clone());
     // A container of a pod taken over after a kubelet restart was running all along for the
@@ -582,6 +595,7 @@ async fn run_once(
         rx
     });
     let mut host = KubeletHost {
+        clock: h.clock.clone(),
         signals: signals.clone(),
         output: Output::Log(logs.clone()),
         stdin,
@@ -589,7 +603,7 @@ async fn run_once(
         place: place.clone(),
         usage: usage.clone(),
     };
-    let started_at = crate::now();
+    let started_at = h.clock.timestamp();
     let (has_startup, has_readiness) = (c.startup_probe.is_some(), c.readiness_probe.is_some());
     let process_spec = spec.clone();
     let process_fs = fs.clone();
@@ -633,7 +647,7 @@ async fn run_once(
     let mut probes_open = true;
     let code = loop {
         if let Some(grace) = kill.take() {
-            break terminate(&signals, &mut process, grace).await;
+            break terminate(&h.clock, &signals, &mut process, grace).await;
         }
         let mem_changed = usage.changed.notified();
         if limit.is_some_and(|l| usage.memory.load(Ordering::Relaxed) > l) {
@@ -665,18 +679,18 @@ async fn run_once(
             _ = h.stop.cancelled() => {
                 stopped = true;
                 let grace = h.grace();
-                let start = tokio::time::Instant::now();
+                let start = h.clock.instant();
                 if let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.pre_stop.as_ref()) {
                     let hook_run = probes::run_hook(&live, hook, &h.host_ip);
-                    match tokio::time::timeout(grace, hook_run).await {
+                    match h.clock.timeout(grace, hook_run).await {
                         Ok(Err(msg)) => h.event(k, who, EventType::Warning, "FailedPreStopHook", &msg).await,
                         Ok(Ok(())) => {}
                         Err(_) => {}
                     }
                 }
                 h.event(k, who, EventType::Normal, "Killing", &format!("Stopping container {name}")).await;
-                let left = grace.saturating_sub(start.elapsed());
-                break terminate(&signals, &mut process, left).await;
+                let left = grace.saturating_sub(h.clock.instant() - start);
+                break terminate(&h.clock, &signals, &mut process, left).await;
             }
         }
     };
@@ -684,8 +698,8 @@ async fn run_once(
     place.listeners.close(run_id);
     lock(&h.live).remove(&name);
     lock(&h.stdin).remove(&name);
-    let finished_at = crate::now();
-    logs.lock().current.end(std::time::SystemTime::now());
+    let finished_at = h.clock.timestamp();
+    logs.lock().current.end(h.clock.now());
     h.update(|run| {
         if let Some(cr) = run.get_mut(kind, &name) {
             cr.state = State::Terminated(Exit {
@@ -709,14 +723,15 @@ async fn run_once(
     }
 }
 
-/// SIGTERM, then SIGKILL once `grace` has passed; the exit code.
+/// SIGTERM, then SIGKILL once `grace` has passed on `clock`; the exit code.
 async fn terminate(
+    clock: &Clock,
     signals: &Signals,
     process: &mut tokio::task::JoinHandle<i32>,
     grace: Duration,
 ) -> i32 {
     signals.send(Signal::Term);
-    match tokio::time::timeout(grace, &mut *process).await {
+    match clock.timeout(grace, &mut *process).await {
         Ok(r) => r.unwrap_or(tinykube_runtime::EXIT_KILLED),
         Err(_) => {
             process.abort();

@@ -5,7 +5,8 @@
 //! probe's own `terminationGracePeriodSeconds` when set), readiness flips the container's
 //! `ready`. Handlers: `exec` (in the container, output kept for the message), `httpGet`
 //! (`kube-probe/` user agent, 2xx and 3xx succeed), `tcpSocket` and `grpc`, all through the
-//! pod's simulated network from the node.
+//! pod's simulated network from the node. Delays, periods and timeouts go by the kubelet's
+//! clock (a probe's answer itself is immediate).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -100,7 +101,8 @@ async fn probe_loop(
     let timeout = secs(p.timeout_seconds, 1).max(Duration::from_secs(1));
     let success_threshold = p.success_threshold.unwrap_or(1).max(1);
     let failure_threshold = p.failure_threshold.unwrap_or(3).max(1);
-    tokio::time::sleep(secs(p.initial_delay_seconds, 0)).await;
+    let clock = &live.clock;
+    clock.sleep(secs(p.initial_delay_seconds, 0)).await;
     let (mut successes, mut failures) = (0, 0);
     let mut ready = false;
     loop {
@@ -165,7 +167,7 @@ async fn probe_loop(
                 }
             }
         }
-        tokio::time::sleep(period).await;
+        clock.sleep(period).await;
     }
 }
 
@@ -191,6 +193,7 @@ pub(crate) async fn exec_capture(
 ) -> Option<(i32, String)> {
     let buf = Arc::new(Mutex::new(String::new()));
     let mut host = KubeletHost {
+        clock: live.clock.clone(),
         signals: Arc::new(Signals::default()),
         output: Output::Capture(buf.clone()),
         stdin: None,
@@ -199,7 +202,7 @@ pub(crate) async fn exec_capture(
         usage: Arc::new(Usage::default()),
     };
     let run = tinykube_runtime::run_exec(argv, &live.spec, live.fs.clone(), &mut host);
-    let code = tokio::time::timeout(timeout, run).await.ok()?;
+    let code = live.clock.timeout(timeout, run).await.ok()?;
     let out = buf.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Some((code, out))
 }
@@ -327,7 +330,9 @@ pub(crate) async fn run_hook(
         };
     }
     if let Some(s) = &hook.sleep {
-        tokio::time::sleep(Duration::from_secs(s.seconds.max(0) as u64)).await;
+        live.clock
+            .sleep(Duration::from_secs(s.seconds.max(0) as u64))
+            .await;
     }
     Ok(())
 }

@@ -4,7 +4,9 @@
 //! and makes each node's mirror pods agree: a missing mirror is created (ownerReference to the
 //! Node, `kubernetes.io/config.mirror`), a stale one (other hash) deleted, one without a static
 //! pod deleted, and each shows its static pod's status. Static pods keep running while the API
-//! server is away; their mirrors come back when it does.
+//! server is away; their mirrors come back when it does. The polls of files and the URL are on
+//! tokio's clock, not the cluster's: they watch the world outside the cluster (a file written
+//! by a test shows up without an advance of a manual clock); the pods' times go by the clock.
 
 pub mod source;
 
@@ -222,7 +224,7 @@ fn apply(k: &Arc<Kubelet>, n: &Arc<NodeState>, desired: Vec<StaticPod>) {
             local.forget(&r.hash);
         }
     }
-    let now = crate::now();
+    let now = k.clock.timestamp();
     for (key, s) in wanted {
         if local.statics.contains_key(&key) {
             continue;

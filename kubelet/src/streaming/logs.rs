@@ -177,7 +177,7 @@ pub(crate) async fn container_logs(
         Ok(h) => h,
         Err(e) => return text(super::status_of(&e), e.to_string()),
     };
-    let now = SystemTime::now();
+    let now = k.clock.now();
     let (lines, follower) = {
         let mut logs = handle.lock();
         let logs = &mut *logs;

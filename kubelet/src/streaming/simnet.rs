@@ -4,7 +4,6 @@
 //! process's listeners only, never passed on, so a request cannot loop.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use axum::extract::State;
 use axum::Json;
@@ -29,8 +28,8 @@ pub(crate) async fn http(
     State(k): State<Arc<Kubelet>>,
     Json(call): Json<HttpCall>,
 ) -> Json<Answer<WireResponse>> {
-    let answer = local(&k, &call.ip, call.port)
-        .map(|s| s.http(&call.request.into(), SystemTime::now()).into());
+    let answer =
+        local(&k, &call.ip, call.port).map(|s| s.http(&call.request.into(), k.clock.now()).into());
     Json(answer.into())
 }
 
