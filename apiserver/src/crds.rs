@@ -34,24 +34,26 @@ fn crd_info() -> &'static ResourceInfo {
 }
 
 /// What a delete of a definition does first, as upstream's CRD storage: mark it deleted, add
-/// the cleanup finalizer and say so in a `Terminating` condition; the finalizer does the rest.
-pub fn mark_for_deletion(crd: &mut Value) {
+/// the cleanup finalizer and say so in a `Terminating` condition (at `now`); the finalizer does
+/// the rest.
+pub fn mark_for_deletion(crd: &mut Value, now: &str) {
     let mut finalizers = object::finalizers(crd);
     if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
         finalizers.push(CLEANUP_FINALIZER.to_string());
         object::set_finalizers(crd, &finalizers);
     }
-    set_terminating_condition(crd, Termination::Pending);
+    set_terminating_condition(crd, Termination::Pending, now);
 }
 
-fn now() -> String {
-    object::timestamp(chrono::Utc::now())
+/// The server's clock as the conditions hold it.
+fn now(state: &AppState) -> String {
+    object::timestamp(state.clock.utc())
 }
 
-fn set_terminating_condition(crd: &mut Value, stage: Termination) {
+fn set_terminating_condition(crd: &mut Value, stage: Termination, now: &str) {
     if let Some(m) = crd.as_object_mut() {
         let status = m.entry("status").or_insert_with(|| json!({}));
-        set_condition(status, stage.condition(), &now());
+        set_condition(status, stage.condition(), now);
     }
 }
 
@@ -134,7 +136,7 @@ async fn sync(state: &AppState) -> ApiResult<(u64, bool)> {
     let mut crds = page.items;
     // Names and establishment first, in memory, and served before any status says so.
     let snapshot = crds.clone();
-    let now = now();
+    let now = now(state);
     for (i, crd) in crds.iter_mut().enumerate() {
         if object::is_deleting(crd) {
             continue;
@@ -179,7 +181,7 @@ async fn write_status(state: &AppState, name: &str, status: Option<&Value>) -> A
     let manager = Manager {
         name: MANAGER.into(),
         api_version: info.api_version(),
-        time: object::timestamp(chrono::Utc::now()),
+        time: now(state),
     };
     let result = state
         .objects
@@ -239,7 +241,7 @@ async fn set_terminating(state: &AppState, name: &str, stage: Termination) -> Ap
     let Some(mut crd) = state.objects.try_get(crd_info(), None, name)? else {
         return Ok(());
     };
-    set_terminating_condition(&mut crd, stage);
+    set_terminating_condition(&mut crd, stage, &now(state));
     write_status(state, name, crd.get("status")).await
 }
 

@@ -23,14 +23,14 @@ pub fn first_start(objects: &Objects) -> Result<bool, ApiError> {
 }
 
 /// Create the default class (already there: nothing to do).
-pub async fn create(objects: &Objects) -> Result<(), ApiError> {
+pub async fn create(objects: &Objects, clock: &tinykube_clock::Clock) -> Result<(), ApiError> {
     let info = tinykube_proto::registry::builtin("storage.k8s.io", "v1", "storageclasses")
         .expect("storageclasses are served");
     let obj = json!({
         "kind": "StorageClass", "apiVersion": "storage.k8s.io/v1",
         "metadata": {
             "name": NAME, "uid": uuid::Uuid::new_v4().to_string(),
-            "creationTimestamp": object::timestamp(chrono::Utc::now()),
+            "creationTimestamp": object::timestamp(clock.utc()),
             "annotations": {crate::admission::storage::IS_DEFAULT_CLASS: "true"},
         },
         "provisioner": PROVISIONER,

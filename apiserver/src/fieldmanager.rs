@@ -26,8 +26,13 @@ pub struct Manager {
 
 impl Manager {
     /// The manager of a request: `?fieldManager=`, else the User-Agent up to its first `/`
-    /// (`kubectl/v1.32.4 (linux/amd64) …` is `kubectl`), as upstream.
-    pub fn of(info: &ResourceInfo, field_manager: Option<&str>, headers: &HeaderMap) -> Manager {
+    /// (`kubectl/v1.32.4 (linux/amd64) …` is `kubectl`), as upstream; writing at `now`.
+    pub fn of(
+        info: &ResourceInfo,
+        field_manager: Option<&str>,
+        headers: &HeaderMap,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Manager {
         let name = match field_manager.filter(|m| !m.is_empty()) {
             Some(m) => m.to_string(),
             None => {
@@ -41,7 +46,7 @@ impl Manager {
         Manager {
             name: name.chars().take(MAX_MANAGER_LEN).collect(),
             api_version: info.api_version(),
-            time: object::timestamp(chrono::Utc::now()),
+            time: object::timestamp(now),
         }
     }
 
@@ -116,14 +121,22 @@ mod tests {
             header::USER_AGENT,
             HeaderValue::from_static("kubectl/v1.32.4 (linux/amd64) kubernetes/abc"),
         );
-        assert_eq!(Manager::of(info, None, &headers).name, "kubectl");
-        assert_eq!(Manager::of(info, Some(""), &headers).name, "kubectl");
+        let now = "2030-01-02T03:04:05Z".parse().expect("a time");
+        let manager = Manager::of(info, None, &headers, now);
         assert_eq!(
-            Manager::of(info, Some("kubectl-client-side-apply"), &headers).name,
+            (manager.name.as_str(), manager.time.as_str()),
+            ("kubectl", "2030-01-02T03:04:05Z")
+        );
+        assert_eq!(Manager::of(info, Some(""), &headers, now).name, "kubectl");
+        assert_eq!(
+            Manager::of(info, Some("kubectl-client-side-apply"), &headers, now).name,
             "kubectl-client-side-apply"
         );
-        assert_eq!(Manager::of(info, None, &HeaderMap::new()).name, "");
+        assert_eq!(Manager::of(info, None, &HeaderMap::new(), now).name, "");
         let long = "m".repeat(200);
-        assert_eq!(Manager::of(info, Some(&long), &headers).name.len(), 128);
+        assert_eq!(
+            Manager::of(info, Some(&long), &headers, now).name.len(),
+            128
+        );
     }
 }

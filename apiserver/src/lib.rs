@@ -63,6 +63,10 @@ pub struct Config {
     pub authorization: AuthorizationMode,
     /// HTTPS (with client certificates when it names a client CA); `None`: plain HTTP.
     pub tls: Option<tls::TlsConfig>,
+    /// The time of the timestamps the server writes (creation, deletion and grace periods,
+    /// conditions, managed fields) and of the tables' AGE columns; the real clock unless a
+    /// test runs the cluster on a manual one.
+    pub clock: tinykube_clock::Clock,
 }
 
 impl Config {
@@ -76,6 +80,7 @@ impl Config {
             services: services::ServiceNet::default(),
             authorization: AuthorizationMode::default(),
             tls: None,
+            clock: tinykube_clock::Clock::real(),
         }
     }
 }
@@ -176,7 +181,10 @@ const SYSTEM_PRIORITY_CLASSES: &[(&str, i64, &str)] = &[
 ];
 
 /// The namespaces and system PriorityClasses every cluster starts with (created when missing).
-async fn bootstrap(objects: &storage::Objects) -> Result<(), ApiError> {
+async fn bootstrap(
+    objects: &storage::Objects,
+    clock: &tinykube_clock::Clock,
+) -> Result<(), ApiError> {
     let info =
         tinykube_proto::registry::builtin("", "v1", "namespaces").expect("namespaces are served");
     for ns in INITIAL_NAMESPACES {
@@ -187,7 +195,7 @@ async fn bootstrap(objects: &storage::Objects) -> Result<(), ApiError> {
             "kind": "Namespace", "apiVersion": "v1",
             "metadata": {
                 "name": ns, "uid": uuid::Uuid::new_v4().to_string(),
-                "creationTimestamp": object::timestamp(chrono::Utc::now()),
+                "creationTimestamp": object::timestamp(clock.utc()),
                 "labels": {"kubernetes.io/metadata.name": ns},
             },
             "spec": {"finalizers": ["kubernetes"]},
@@ -208,7 +216,7 @@ async fn bootstrap(objects: &storage::Objects) -> Result<(), ApiError> {
             "kind": "PriorityClass", "apiVersion": "scheduling.k8s.io/v1",
             "metadata": {
                 "name": name, "uid": uuid::Uuid::new_v4().to_string(), "generation": 1,
-                "creationTimestamp": object::timestamp(chrono::Utc::now()),
+                "creationTimestamp": object::timestamp(clock.utc()),
             },
             "value": value,
             "description": description,
@@ -250,12 +258,14 @@ pub async fn serve(
     };
     let objects = storage::Objects::new(store.clone());
     if default_class::first_start(&objects).map_err(ServerError::Bootstrap)? {
-        default_class::create(&objects)
+        default_class::create(&objects, &config.clock)
             .await
             .map_err(ServerError::Bootstrap)?;
     }
-    bootstrap(&objects).await.map_err(ServerError::Bootstrap)?;
-    authz::bootstrap::ensure(&objects)
+    bootstrap(&objects, &config.clock)
+        .await
+        .map_err(ServerError::Bootstrap)?;
+    authz::bootstrap::ensure(&objects, &config.clock)
         .await
         .map_err(ServerError::Bootstrap)?;
     let state = state::AppState(Arc::new(state::Shared {
@@ -268,6 +278,7 @@ pub async fn serve(
         bookmark_interval: config.bookmark_interval,
         services: config.services,
         client_certs: tls.as_ref().is_some_and(|(_, ca)| ca.is_some()),
+        clock: config.clock,
     }));
     let repaired = services::repair::run(&state)
         .await

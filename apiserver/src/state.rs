@@ -29,6 +29,8 @@ pub struct Shared {
     pub services: crate::services::ServiceNet,
     /// Whether client certificates authenticate (`--client-ca-file`, over HTTPS).
     pub client_certs: bool,
+    /// The time of the timestamps the server writes and of the tables' AGE columns.
+    pub clock: tinykube_clock::Clock,
 }
 
 #[derive(Clone)]

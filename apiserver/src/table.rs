@@ -1,7 +1,7 @@
 //! The meta.k8s.io Table envelope around the printers' columns and cells, and the metadata-only
 //! (PartialObjectMetadata) views.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 use tinykube_proto::registry::ResourceInfo;
 
@@ -53,11 +53,17 @@ fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
     }
 }
 
-/// One row for an object.
-pub fn row(info: &ResourceInfo, obj: &Value, include: IncludeObject, meta_version: &str) -> Value {
+/// One row for an object; ages (AGE columns, `date` columns) count up to `now`.
+pub fn row(
+    info: &ResourceInfo,
+    obj: &Value,
+    include: IncludeObject,
+    meta_version: &str,
+    now: DateTime<Utc>,
+) -> Value {
     let cells = match &info.custom {
-        Some(custom) => printers::custom::cells_at(&custom.version, obj, Utc::now()),
-        None => printers::cells(info.group, info.kind, obj, Utc::now()),
+        Some(custom) => printers::custom::cells_at(&custom.version, obj, now),
+        None => printers::cells(info.group, info.kind, obj, now),
     };
     let object = match include {
         IncludeObject::None => Value::Null,
@@ -74,11 +80,12 @@ pub fn table(
     list_meta: Map<String, Value>,
     include: IncludeObject,
     meta_version: &str,
+    now: DateTime<Utc>,
 ) -> Value {
     let columns = column_definitions(info);
     let rows: Vec<Value> = objs
         .iter()
-        .map(|o| row(info, o, include, meta_version))
+        .map(|o| row(info, o, include, meta_version, now))
         .collect();
     json!({
         "kind": "Table",
@@ -97,6 +104,7 @@ pub fn watch_table(
     include: IncludeObject,
     meta_version: &str,
     with_columns: bool,
+    now: DateTime<Utc>,
 ) -> Value {
     let columns = if with_columns {
         Value::Array(column_definitions(info))
@@ -112,6 +120,29 @@ pub fn watch_table(
         "apiVersion": format!("meta.k8s.io/{meta_version}"),
         "metadata": {"resourceVersion": rv},
         "columnDefinitions": columns,
-        "rows": [row(info, obj, include, meta_version)],
+        "rows": [row(info, obj, include, meta_version, now)],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+    use tinykube_clock::Clock;
+
+    #[test]
+    fn ages_count_up_to_the_servers_clock() {
+        let clock = Clock::manual(UNIX_EPOCH + Duration::from_secs(1_900_000_000));
+        let created = crate::object::timestamp(clock.utc());
+        let info = tinykube_proto::registry::builtin("", "v1", "configmaps").expect("served");
+        let map = json!({"metadata": {"name": "c", "creationTimestamp": created}, "data": {}});
+        let age = |clock: &Clock| {
+            let row = row(info, &map, IncludeObject::None, "v1", clock.utc());
+            row["cells"].as_array().and_then(|c| c.last()).cloned()
+        };
+        for (advance, want) in [(0, "0s"), (300, "5m"), (3 * 3600, "3h5m")] {
+            clock.advance(Duration::from_secs(advance));
+            assert_eq!(age(&clock), Some(json!(want)), "after {advance}s more");
+        }
+    }
 }

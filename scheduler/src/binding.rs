@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::json;
 use tinykube_client::{Api, Patch};
 use tokio::sync::OwnedSemaphorePermit;
@@ -206,7 +205,7 @@ pub async fn report(
             });
     let mut status = json!({"conditions": [{
         "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
-        "lastProbeTime": null, "lastTransitionTime": Time(tinykube_client::now()),
+        "lastProbeTime": null, "lastTransitionTime": sched.handle.clock.time(),
         "observedGeneration": pod.metadata.generation,
     }]});
     if let Some(n) = &nomination {

@@ -33,6 +33,7 @@ use serde_json::json;
 pub(crate) use tinykube_client::reflector::key_of;
 use tinykube_client::reflector::{Informer, Notification};
 use tinykube_client::{Api, Client, ListParams, Patch};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::{node_of, nominated_node, Cache, BY_NODE, BY_NOMINATED};
@@ -51,6 +52,10 @@ pub struct Config {
     pub leader_election: Option<tinykube_client::leader::LeaseConfig>,
     /// Where to serve `/healthz` and `/metrics` (`None`: not served).
     pub health_addr: Option<std::net::SocketAddr>,
+    /// The time of what the scheduler writes (PodScheduled and DisruptionTarget conditions,
+    /// events and their series), of preemption's ranking and of VolumeBinding's bind timeout;
+    /// the queue's back-off, metrics and leader election stay on tokio's clock.
+    pub clock: tinykube_clock::Clock,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -91,11 +96,12 @@ pub struct Scheduler {
 /// reporting scheduler, reason, action and message.
 type EventKey = (String, String, String, String, String, String, String);
 
-/// An event already written: its name, how often it happened, and since when.
+/// An event already written: its name, how often it happened, and since when (by the
+/// scheduler's clock).
 struct RecentEvent {
     name: String,
     count: i32,
-    first: std::time::Instant,
+    first: Instant,
 }
 
 /// How long a repeat joins the earlier event's series (upstream's 6 minutes).
@@ -106,28 +112,27 @@ const EVENT_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60
 /// The events of the last [`EVENT_SERIES_WINDOW`], by what makes them the same.
 pub struct RecentEvents {
     by_key: HashMap<EventKey, RecentEvent>,
-    swept: std::time::Instant,
-}
-
-impl Default for RecentEvents {
-    fn default() -> Self {
-        RecentEvents {
-            by_key: HashMap::new(),
-            swept: std::time::Instant::now(),
-        }
-    }
+    swept: Instant,
 }
 
 impl RecentEvents {
-    /// A repeat of a recent event: its name and the new count.
-    fn repeat(&mut self, key: &EventKey) -> Option<(String, i32)> {
-        if self.swept.elapsed() > EVENT_SWEEP_EVERY {
+    /// None yet, as of `now` (the scheduler's clock).
+    fn new(now: Instant) -> Self {
+        RecentEvents {
+            by_key: HashMap::new(),
+            swept: now,
+        }
+    }
+
+    /// A repeat, `now`, of a recent event: its name and the new count.
+    fn repeat(&mut self, key: &EventKey, now: Instant) -> Option<(String, i32)> {
+        if now - self.swept > EVENT_SWEEP_EVERY {
             self.by_key
-                .retain(|_, e| e.first.elapsed() < EVENT_SERIES_WINDOW);
-            self.swept = std::time::Instant::now();
+                .retain(|_, e| now - e.first < EVENT_SERIES_WINDOW);
+            self.swept = now;
         }
         let e = self.by_key.get_mut(key)?;
-        if e.first.elapsed() >= EVENT_SERIES_WINDOW {
+        if now - e.first >= EVENT_SERIES_WINDOW {
             self.by_key.remove(key);
             return None;
         }
@@ -135,13 +140,13 @@ impl RecentEvents {
         Some((e.name.clone(), e.count))
     }
 
-    fn remember(&mut self, key: EventKey, name: String) {
+    fn remember(&mut self, key: EventKey, name: String, now: Instant) {
         self.by_key.insert(
             key,
             RecentEvent {
                 name,
                 count: 1,
-                first: std::time::Instant::now(),
+                first: now,
             },
         );
     }
@@ -178,7 +183,8 @@ impl Scheduler {
             .namespace
             .clone()
             .unwrap_or_else(|| "default".into());
-        let now = tinykube_client::now();
+        let clock = &self.handle.clock;
+        let now = clock.timestamp();
         let key: EventKey = (
             ns.clone(),
             pod.metadata.uid.clone().unwrap_or_default(),
@@ -197,7 +203,7 @@ impl Scheduler {
             .recent_events
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .repeat(&key);
+            .repeat(&key, clock.instant());
         if let Some((name, count)) = repeat {
             let series = json!({"series": {"count": count, "lastObservedTime": MicroTime(now)}});
             match events.patch(&name, &Patch::Merge(series)).await {
@@ -252,7 +258,7 @@ impl Scheduler {
                 .recent_events
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .remember(key, name),
+                .remember(key, name, clock.instant()),
             Err(e) => tracing::warn!(error = %e, reason, "could not record event"),
         }
     }
@@ -347,6 +353,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         volumes: Arc::new(volume_store.clone()),
         classes: Arc::new(class_store.clone()),
         waiting: Default::default(),
+        clock: config.clock.clone(),
     };
     let sched = Arc::new(Scheduler {
         client,
@@ -365,7 +372,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
         host: config.host,
         metrics: metrics::Metrics::default(),
         next_start_node: Default::default(),
-        recent_events: Mutex::new(RecentEvents::default()),
+        recent_events: Mutex::new(RecentEvents::new(config.clock.instant())),
         binding_slots: Arc::new(tokio::sync::Semaphore::new(binding::MAX_BINDINGS_IN_FLIGHT)),
     });
     if let Some(addr) = config.health_addr {
@@ -546,11 +553,25 @@ mod tests {
                 s(msg),
             )
         };
-        let mut recent = RecentEvents::default();
-        assert_eq!(recent.repeat(&key("no room")), None);
-        recent.remember(key("no room"), "big.1".into());
-        assert_eq!(recent.repeat(&key("no room")), Some(("big.1".into(), 2)));
-        assert_eq!(recent.repeat(&key("no room")), Some(("big.1".into(), 3)));
-        assert_eq!(recent.repeat(&key("another reason")), None);
+        let clock = tinykube_clock::Clock::manual(std::time::SystemTime::UNIX_EPOCH);
+        let mut recent = RecentEvents::new(clock.instant());
+        assert_eq!(recent.repeat(&key("no room"), clock.instant()), None);
+        recent.remember(key("no room"), "big.1".into(), clock.instant());
+        // (minutes the clock moves on, the event repeated, the series it joins)
+        type Series<'a> = Option<(&'a str, i32)>;
+        let steps: &[(u64, &str, Series)] = &[
+            (0, "no room", Some(("big.1", 2))),
+            (3, "no room", Some(("big.1", 3))),
+            (0, "another reason", None),
+            // The window counts from the first event: six minutes on, a repeat starts anew.
+            (3, "no room", None),
+            (0, "no room", None),
+        ];
+        for (minutes, message, want) in steps {
+            clock.advance(std::time::Duration::from_secs(minutes * 60));
+            let got = recent.repeat(&key(message), clock.instant());
+            let want = want.map(|(name, count)| (name.to_string(), count));
+            assert_eq!(got, want, "{message} after {minutes}m more");
+        }
     }
 }

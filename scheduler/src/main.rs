@@ -145,6 +145,7 @@ async fn main() {
             flags.bind_address,
             flags.secure_port,
         )),
+        clock: tinykube_clock::Clock::real(),
     };
     let shutdown = tinykube_cli::shutdown_on_signal();
     if let Err(e) = tinykube_scheduler::run(config, shutdown).await {

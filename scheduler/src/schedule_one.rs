@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use rand::Rng;
 use serde_json::json;
 use tinykube_client::{Api, Patch};
@@ -310,7 +309,7 @@ async fn preempt_victims(
         let condition = json!({"status": {"conditions": [{
             "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
             "message": format!("{scheduler_name}: preempting to accommodate a higher priority pod"),
-            "lastTransitionTime": Time(tinykube_client::now()),
+            "lastTransitionTime": sched.handle.clock.time(),
         }]}});
         match api.patch_status(&name, &Patch::Strategic(condition)).await {
             Err(e) if e.is_not_found() => continue,

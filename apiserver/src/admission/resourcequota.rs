@@ -48,7 +48,7 @@ pub async fn admit(
         return Ok(charged);
     }
     let evaluator = Evaluator::of(info.group, info.plural);
-    let now = chrono::Utc::now().timestamp();
+    let now = state.clock.utc().timestamp();
     let refuse = |r: quota::Refusal| super::forbidden(info, object::name(obj), r.to_string());
     let charges = quota::check(&evaluator, obj, &quotas, now).map_err(refuse)?;
     if dry_run {

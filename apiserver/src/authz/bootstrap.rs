@@ -6,6 +6,7 @@
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use tinykube_clock::Clock;
 use tinykube_proto::registry::{builtin, RBAC};
 
 use crate::error::ApiError;
@@ -38,21 +39,21 @@ struct Binding {
     subjects: Vec<String>,
 }
 
-fn metadata(name: &str, extra_labels: &Map<String, Value>) -> Value {
+fn metadata(name: &str, extra_labels: &Map<String, Value>, clock: &Clock) -> Value {
     let mut labels = Map::new();
     labels.insert("kubernetes.io/bootstrapping".into(), json!("rbac-defaults"));
     labels.extend(extra_labels.clone());
     json!({
         "name": name,
         "uid": uuid::Uuid::new_v4().to_string(),
-        "creationTimestamp": object::timestamp(chrono::Utc::now()),
+        "creationTimestamp": object::timestamp(clock.utc()),
         "labels": labels,
         "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
     })
 }
 
-/// The bootstrap ClusterRoles and ClusterRoleBindings as objects.
-pub fn objects() -> (Vec<Value>, Vec<Value>) {
+/// The bootstrap ClusterRoles and ClusterRoleBindings as objects, created at `clock`'s now.
+pub fn objects(clock: &Clock) -> (Vec<Value>, Vec<Value>) {
     let policy: Policy =
         serde_yaml_ng::from_str(include_str!("bootstrap.yaml")).expect("bootstrap.yaml parses");
     let roles = policy
@@ -61,7 +62,7 @@ pub fn objects() -> (Vec<Value>, Vec<Value>) {
         .map(|r| {
             let mut role = json!({
                 "kind": "ClusterRole", "apiVersion": format!("{RBAC}/v1"),
-                "metadata": metadata(&r.name, &r.labels),
+                "metadata": metadata(&r.name, &r.labels, clock),
             });
             match &r.aggregation_rule {
                 Some(rule) => role["aggregationRule"] = rule.clone(),
@@ -82,7 +83,7 @@ pub fn objects() -> (Vec<Value>, Vec<Value>) {
                 .collect();
             json!({
                 "kind": "ClusterRoleBinding", "apiVersion": format!("{RBAC}/v1"),
-                "metadata": metadata(&b.name, &Map::new()),
+                "metadata": metadata(&b.name, &Map::new(), clock),
                 "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole",
                             "name": b.role.as_deref().unwrap_or(&b.name)},
                 "subjects": subjects,
@@ -93,8 +94,8 @@ pub fn objects() -> (Vec<Value>, Vec<Value>) {
 }
 
 /// Create whatever of the bootstrap policy is missing.
-pub async fn ensure(objects_store: &Objects) -> Result<(), ApiError> {
-    let (roles, bindings) = objects();
+pub async fn ensure(objects_store: &Objects, clock: &Clock) -> Result<(), ApiError> {
+    let (roles, bindings) = objects(clock);
     for (plural, list) in [("clusterroles", roles), ("clusterrolebindings", bindings)] {
         let info = builtin(RBAC, "v1", plural).expect("RBAC kinds are served");
         for obj in list {
@@ -120,7 +121,7 @@ mod tests {
 
     #[test]
     fn the_policy_is_upstreams_and_valid() {
-        let (roles, bindings) = objects();
+        let (roles, bindings) = objects(&Clock::real());
         let names: Vec<&str> = roles.iter().map(object::name).collect();
         for want in [
             "cluster-admin",

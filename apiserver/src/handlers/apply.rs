@@ -72,7 +72,8 @@ pub async fn apply(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
             types,
         )
         .map_err(|c| conflict_error(&c))?;
-        update_rules(info, sub.as_deref(), &current, merged, Track::Kept)
+        let now = ctx.state.clock.utc();
+        update_rules(info, sub.as_deref(), &current, merged, Track::Kept, now)
     };
     // A missing object is created; one created by someone else meanwhile is updated.
     for _ in 0..ATTEMPTS {

@@ -3,7 +3,7 @@
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use tinykube_proto::registry::ResourceInfo;
 
@@ -116,8 +116,14 @@ fn set_finalizer(obj: &mut Value, add: Option<&str>, remove: &[&str]) {
     object::set_finalizers(obj, &f);
 }
 
-/// Decide what one delete does to the current object.
-fn plan_delete(info: &ResourceInfo, current: &Value, opts: &DeleteOptions) -> ApiResult<Change> {
+/// Decide what one delete does to the current object, `now` (a grace period ends at `now`
+/// plus its length).
+fn plan_delete(
+    info: &ResourceInfo,
+    current: &Value,
+    opts: &DeleteOptions,
+    now: DateTime<Utc>,
+) -> ApiResult<Change> {
     let name = object::name(current).to_string();
     let precondition_failed = |reason: String| ApiError::Conflict {
         resource: Qualified::of(info),
@@ -141,7 +147,6 @@ fn plan_delete(info: &ResourceInfo, current: &Value, opts: &DeleteOptions) -> Ap
         }
     }
     let mut new = current.clone();
-    let now = Utc::now();
     match opts.propagation_policy.as_deref() {
         Some("Orphan") => set_finalizer(&mut new, Some("orphan"), &["foregroundDeletion"]),
         Some("Foreground") => set_finalizer(&mut new, Some("foregroundDeletion"), &["orphan"]),
@@ -152,7 +157,7 @@ fn plan_delete(info: &ResourceInfo, current: &Value, opts: &DeleteOptions) -> Ap
     let is_namespace = info.group.is_empty() && info.kind == "Namespace";
     let is_crd = info.group == "apiextensions.k8s.io" && info.kind == "CustomResourceDefinition";
     if is_crd && !object::is_deleting(current) {
-        crate::crds::mark_for_deletion(&mut new);
+        crate::crds::mark_for_deletion(&mut new, &object::timestamp(now));
     }
     let grace = if is_pod {
         pod_grace(current, opts.grace_period_seconds)
@@ -224,13 +229,15 @@ pub async fn delete_object(
     let outcome = if crate::services::is_service(info) {
         // A Service's cluster IP and node ports are released once it is gone.
         crate::services::update(state, info, ns, name, |current| {
-            plan_delete(info, &current, opts)
+            plan_delete(info, &current, opts, state.clock.utc())
         })
         .await?
     } else {
         state
             .objects
-            .update(info, ns, name, |current| plan_delete(info, &current, opts))
+            .update(info, ns, name, |current| {
+                plan_delete(info, &current, opts, state.clock.utc())
+            })
             .await?
     };
     // A pod whose grace period is cut to zero is first marked (MODIFIED), then removed, as
@@ -329,4 +336,101 @@ pub async fn delete_collection(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         json_response(StatusCode::OK, &body, ctx.pretty),
         &warnings,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tinykube_proto::registry::builtin;
+
+    /// The server's clock in these tests (a manual clock's reading).
+    fn at() -> DateTime<Utc> {
+        "2030-01-02T03:00:00Z".parse().expect("a time")
+    }
+
+    type Planned<'a> = Option<(&'a str, i64)>;
+
+    /// The deletionTimestamp and deletionGracePeriodSeconds a delete writes, or `None` when
+    /// it removes the object at once.
+    fn planned(change: ApiResult<Change>) -> Option<(String, i64)> {
+        match change.expect("the delete is planned") {
+            Change::Write(obj) => Some((
+                obj["metadata"]["deletionTimestamp"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                obj["metadata"]["deletionGracePeriodSeconds"]
+                    .as_i64()
+                    .unwrap_or(-1),
+            )),
+            Change::Delete | Change::Unchanged => None,
+        }
+    }
+
+    #[test]
+    fn grace_periods_end_at_the_clock_plus_their_length() {
+        let pods = builtin("", "v1", "pods").expect("pods are served");
+        let maps = builtin("", "v1", "configmaps").expect("configmaps are served");
+        let bound = json!({"metadata": {"name": "p"},
+                           "spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 45}});
+        let deleting = json!({"metadata": {"name": "p", "deletionGracePeriodSeconds": 45,
+                                           "deletionTimestamp": "2030-01-02T03:00:45Z"},
+                              "spec": {"nodeName": "n1"}});
+        let grace = |s| DeleteOptions {
+            grace_period_seconds: Some(s),
+            ..Default::default()
+        };
+        // What is deleted, how, and the deletionTimestamp and grace period written.
+        type Case<'a> = (&'a str, &'a ResourceInfo, Value, DeleteOptions, Planned<'a>);
+        let table: &[Case] = &[
+            (
+                "the pod's own grace period",
+                pods,
+                bound.clone(),
+                DeleteOptions::default(),
+                Some(("2030-01-02T03:00:45Z", 45)),
+            ),
+            (
+                "the request's grace period",
+                pods,
+                bound.clone(),
+                grace(5),
+                Some(("2030-01-02T03:00:05Z", 5)),
+            ),
+            (
+                "a zero grace period deletes at once",
+                pods,
+                bound,
+                grace(0),
+                None,
+            ),
+            (
+                "a running grace period is shortened",
+                pods,
+                deleting.clone(),
+                grace(10),
+                Some(("2030-01-02T03:00:10Z", 10)),
+            ),
+            ("never extended", pods, deleting, grace(60), None),
+            (
+                "an unbound pod goes at once",
+                pods,
+                json!({"metadata": {"name": "p"}, "spec": {}}),
+                DeleteOptions::default(),
+                None,
+            ),
+            (
+                "finalizers hold an object from now",
+                maps,
+                json!({"metadata": {"name": "c", "finalizers": ["example.com/hold"]}}),
+                DeleteOptions::default(),
+                Some(("2030-01-02T03:00:00Z", 0)),
+            ),
+        ];
+        for (name, info, current, opts, want) in table {
+            let got = planned(plan_delete(info, current, opts, at()));
+            let want = want.map(|(t, g)| (t.to_string(), g));
+            assert_eq!(got, want, "{name}");
+        }
+    }
 }

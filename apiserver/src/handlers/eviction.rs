@@ -6,7 +6,7 @@
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use tinykube_proto::labels::Selector;
 use tinykube_proto::registry::{self, ResourceInfo};
@@ -236,14 +236,20 @@ async fn take_disruption(
     state
         .objects
         .update(budgets(), ns, pdb_name, |current| {
-            spend(current, pdb_name, pod_name, dry_run)
+            spend(current, pdb_name, pod_name, dry_run, state.clock.utc())
         })
         .await?;
     Ok(())
 }
 
-/// Decide one attempt of [`take_disruption`] on the budget as stored now.
-fn spend(mut pdb: Value, pdb_name: &str, pod_name: &str, dry_run: bool) -> ApiResult<Change> {
+/// Decide one attempt of [`take_disruption`] on the budget as stored `now`.
+fn spend(
+    mut pdb: Value,
+    pdb_name: &str,
+    pod_name: &str,
+    dry_run: bool,
+    now: DateTime<Utc>,
+) -> ApiResult<Change> {
     if int(&pdb, "/status/observedGeneration") < int(&pdb, "/metadata/generation") {
         return Err(still_processing(pdb_name));
     }
@@ -282,7 +288,7 @@ fn spend(mut pdb: Value, pdb_name: &str, pod_name: &str, dry_run: bool) -> ApiRe
     if dry_run {
         return Ok(Change::Unchanged);
     }
-    let now = object::timestamp(Utc::now());
+    let now = object::timestamp(now);
     let Some(status) = pdb.get_mut("status").and_then(Value::as_object_mut) else {
         return Err(still_processing(pdb_name));
     };
@@ -372,7 +378,7 @@ async fn mark_and_delete(
         .objects
         .update(pods(), ns, name, |mut pod| {
             check(&pod)?;
-            let now = object::timestamp(Utc::now());
+            let now = object::timestamp(state.clock.utc());
             let condition = json!({"type": "DisruptionTarget", "status": "True",
                 "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting",
                 "lastProbeTime": null, "lastTransitionTime": now});
@@ -435,6 +441,11 @@ fn set_pod_condition(pod: &mut Value, mut condition: Value) -> bool {
 mod tests {
     use super::*;
 
+    /// The time of the test's evictions (a manual clock's reading in the server).
+    fn at() -> DateTime<Utc> {
+        "2030-01-02T03:04:05Z".parse().expect("a time")
+    }
+
     fn budget(generation: i64, observed: i64, allowed: i64, pending: usize) -> Value {
         let disrupted: serde_json::Map<String, Value> = (0..pending)
             .map(|i| (format!("p{i}"), json!("2020-01-01T00:00:00Z")))
@@ -474,31 +485,37 @@ mod tests {
         ];
         for (pdb, code, message) in table {
             assert_eq!(
-                refusal(spend(pdb, "web", "victim", false)),
+                refusal(spend(pdb, "web", "victim", false, at())),
                 (code, message.to_string())
             );
         }
         // The last allowed disruption: spent, recorded, and the condition flips.
-        let Ok(Change::Write(after)) = spend(budget(1, 1, 1, 0), "web", "victim", false) else {
+        let Ok(Change::Write(after)) = spend(budget(1, 1, 1, 0), "web", "victim", false, at())
+        else {
             panic!("allowed");
         };
         assert_eq!(after["status"]["disruptionsAllowed"], 0);
-        assert!(after["status"]["disruptedPods"]["victim"].is_string());
+        assert_eq!(
+            after["status"]["disruptedPods"]["victim"],
+            "2030-01-02T03:04:05Z"
+        );
         let c = &after["status"]["conditions"][0];
         assert_eq!(
             (c["status"].as_str(), c["reason"].as_str()),
             (Some("False"), Some("InsufficientPods"))
         );
         assert_eq!(c["observedGeneration"], 1);
+        assert_eq!(c["lastTransitionTime"], "2030-01-02T03:04:05Z");
         // One of two: the condition stays.
-        let Ok(Change::Write(after)) = spend(budget(1, 1, 2, 0), "web", "victim", false) else {
+        let Ok(Change::Write(after)) = spend(budget(1, 1, 2, 0), "web", "victim", false, at())
+        else {
             panic!("allowed");
         };
         assert_eq!(after["status"]["disruptionsAllowed"], 1);
         assert_eq!(after["status"]["conditions"][0]["reason"], "SufficientPods");
         // A dry run writes nothing.
         assert!(matches!(
-            spend(budget(1, 1, 1, 0), "web", "victim", true),
+            spend(budget(1, 1, 1, 0), "web", "victim", true, at()),
             Ok(Change::Unchanged)
         ));
     }

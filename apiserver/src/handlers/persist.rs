@@ -34,6 +34,7 @@ pub(super) fn manager_of(ctx: &Ctx) -> Manager {
         &ctx.target.info,
         ctx.query.field_manager.as_deref(),
         &ctx.headers,
+        ctx.state.clock.utc(),
     )
 }
 
@@ -84,8 +85,8 @@ fn invalid(info: &ResourceInfo, name: &str, errors: Vec<FieldError>) -> ApiError
     e
 }
 
-/// Metadata only the server sets on create.
-fn fill_system_metadata(info: &ResourceInfo, obj: &mut Value) {
+/// Metadata only the server sets on create (`now` is the creationTimestamp).
+fn fill_system_metadata(info: &ResourceInfo, obj: &mut Value, now: chrono::DateTime<chrono::Utc>) {
     let meta = meta_mut(obj);
     for k in [
         "resourceVersion",
@@ -100,10 +101,7 @@ fn fill_system_metadata(info: &ResourceInfo, obj: &mut Value) {
     if info.has_generation {
         meta.insert("generation".into(), 1.into());
     }
-    meta.insert(
-        "creationTimestamp".into(),
-        object::timestamp(chrono::Utc::now()).into(),
-    );
+    meta.insert("creationTimestamp".into(), object::timestamp(now).into());
 }
 
 /// Create a decoded object: server metadata, defaults, admission, validation, then store (or,
@@ -143,7 +141,7 @@ pub(super) async fn create_object(
             let name = format!("{generate_name}{}", object::random_suffix(5));
             meta_mut(&mut candidate).insert("name".into(), name.into());
         }
-        fill_system_metadata(info, &mut candidate);
+        fill_system_metadata(info, &mut candidate, ctx.state.clock.utc());
         strategy.default(&mut candidate);
         strategy.prepare_for_create(&mut candidate);
         admission::check_namespace(&ctx.state, info, &candidate)?;
@@ -204,13 +202,14 @@ pub(super) async fn create_object(
 
 /// The update rules shared by PUT, PATCH, server-side apply and scale: preconditions,
 /// server-owned metadata, the kind's strategy for the main resource or a subresource,
-/// generation, managedFields, and the no-op check.
+/// generation, managedFields, and the no-op check; the write happens `now` (the server's clock).
 pub(super) fn update_rules(
     info: &ResourceInfo,
     subresource: Option<&str>,
     old: &Value,
     mut new: Value,
     track: Track<'_>,
+    now: registry::Now,
 ) -> ApiResult<Change> {
     let name = object::name(old).to_string();
     if let Some(rv) = object::resource_version(&new) {
@@ -279,7 +278,7 @@ pub(super) fn update_rules(
         }
         Some("status") => {
             registry::keep_spec_take_status(&mut new, old);
-            strategy.prepare_for_status_update(&mut new, old);
+            strategy.prepare_for_status_update(&mut new, old, now);
             strategy.validate_status_update(&new, old)
         }
         Some("finalize") => {

@@ -29,7 +29,8 @@ pub fn get(ctx: Ctx) -> ApiResult<Response> {
             if let Some(rv) = obj.pointer("/metadata/resourceVersion") {
                 meta.insert("resourceVersion".into(), rv.clone());
             }
-            table::table(info, std::slice::from_ref(&obj), meta, include, v)
+            let now = ctx.state.clock.utc();
+            table::table(info, std::slice::from_ref(&obj), meta, include, v, now)
         }
     };
     Ok(json_response(StatusCode::OK, &body, ctx.pretty))
@@ -177,7 +178,7 @@ pub fn list(ctx: Ctx) -> ApiResult<Response> {
         }
         Representation::Table(v) => {
             let include = IncludeObject::parse(ctx.query.include_object.as_deref())?;
-            table::table(info, &items, meta, include, v)
+            table::table(info, &items, meta, include, v, ctx.state.clock.utc())
         }
     };
     Ok(json_response(StatusCode::OK, &body, ctx.pretty))

@@ -3,7 +3,6 @@
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use chrono::Utc;
 use serde_json::{json, Value};
 use tinykube_proto::labels::Selector;
 use tinykube_proto::registry::{self, ResourceInfo};
@@ -100,7 +99,7 @@ pub async fn binding(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
                 set_condition(
                     &mut pod,
                     json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null,
-                       "lastTransitionTime": object::timestamp(Utc::now())}),
+                       "lastTransitionTime": object::timestamp(ctx.state.clock.utc())}),
                 );
                 Ok(Change::Write(pod))
             },
@@ -412,6 +411,7 @@ pub async fn update_scale(ctx: Ctx, body: &[u8], is_patch: bool) -> ApiResult<Re
                 &current,
                 next,
                 Track::Update(&manager, Some("scale")),
+                ctx.state.clock.utc(),
             )?;
             let new = match &changed {
                 Change::Write(new) => new,

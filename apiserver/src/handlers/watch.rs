@@ -28,6 +28,8 @@ struct Renderer {
     representation: Representation,
     include: IncludeObject,
     sent_columns: bool,
+    /// The server's clock, for the AGE columns of Tables.
+    clock: tinykube_clock::Clock,
 }
 
 impl Renderer {
@@ -46,6 +48,7 @@ impl Renderer {
                     self.include,
                     v,
                     first,
+                    self.clock.utc(),
                 )
             }
         };
@@ -150,6 +153,7 @@ pub async fn watch(ctx: Ctx) -> ApiResult<Response> {
         representation,
         include,
         sent_columns: false,
+        clock: ctx.state.clock.clone(),
     };
     let (tx, rx) = mpsc::channel::<Bytes>(256);
     let shutdown = ctx.state.shutdown.clone();

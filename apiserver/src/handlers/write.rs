@@ -58,7 +58,10 @@ pub async fn update(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let mut warnings = warnings;
     let outcome = change_stored(
         &ctx,
-        |current| update_rules(info, sub.as_deref(), &current, obj.clone(), track),
+        |current| {
+            let now = ctx.state.clock.utc();
+            update_rules(info, sub.as_deref(), &current, obj.clone(), track, now)
+        },
         &mut warnings,
     )
     .await?;
@@ -123,7 +126,14 @@ pub async fn patch(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
         place_in_namespace(&ctx, &mut obj)?;
         check_name(&obj, &name)?;
         warnings = w;
-        update_rules(info, sub.as_deref(), &current, obj, track)
+        update_rules(
+            info,
+            sub.as_deref(),
+            &current,
+            obj,
+            track,
+            ctx.state.clock.utc(),
+        )
     };
     let mut admitted = Vec::new();
     let outcome = change_stored(&ctx, &mut run, &mut admitted).await?;

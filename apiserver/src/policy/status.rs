@@ -72,7 +72,7 @@ async fn sync(state: &AppState) -> ApiResult<u64> {
         let manager = Manager {
             name: "kube-apiserver".into(),
             api_version: info.api_version(),
-            time: object::timestamp(chrono::Utc::now()),
+            time: object::timestamp(state.clock.utc()),
         };
         let result = state
             .objects

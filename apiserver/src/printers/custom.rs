@@ -31,12 +31,8 @@ pub fn columns(version: &Value) -> Vec<Column> {
     out
 }
 
-/// One object's cells, same length as `columns(version)`.
-pub fn cells(version: &Value, obj: &Value) -> Vec<Value> {
-    cells_at(version, obj, Utc::now())
-}
-
-/// [`cells`] with the time `date` columns count ages from.
+/// One object's cells, same length as `columns(version)`, with the time `date` columns count
+/// ages up to (the server's clock).
 pub fn cells_at(version: &Value, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let mut out = vec![Value::String(super::name(obj).to_string())];
     for (column, path) in printer_columns(version) {

@@ -24,8 +24,9 @@ fn arr<'a>(obj: &'a Value, pointer: &str) -> &'a [Value] {
         .unwrap_or(&[])
 }
 
-/// The STATUS column of a pod, as upstream's printer derives it.
-fn pod_status(pod: &Value) -> (String, usize, String) {
+/// The STATUS, READY and RESTARTS columns of a pod, as upstream's printer derives them (the
+/// last restart's age counted up to `now`).
+fn pod_status(pod: &Value, now: DateTime<Utc>) -> (String, usize, String) {
     let mut reason = s(pod, "/status/phase").to_string();
     if !s(pod, "/status/reason").is_empty() {
         reason = s(pod, "/status/reason").to_string();
@@ -119,7 +120,7 @@ fn pod_status(pod: &Value) -> (String, usize, String) {
     let restarts_text = match last_restart {
         Some(t) if restarts > 0 => {
             let ago = DateTime::parse_from_rfc3339(&t)
-                .map(|t| super::human_duration(Utc::now() - t.with_timezone(&Utc)))
+                .map(|t| super::human_duration(now - t.with_timezone(&Utc)))
                 .unwrap_or_default();
             format!("{restarts} ({ago} ago)")
         }
@@ -129,7 +130,7 @@ fn pod_status(pod: &Value) -> (String, usize, String) {
 }
 
 pub fn pod(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    let (reason, ready, restarts) = pod_status(obj);
+    let (reason, ready, restarts) = pod_status(obj, now);
     let total = arr(obj, "/spec/containers").len();
     let gates = arr(obj, "/spec/readinessGates");
     let gates_text = if gates.is_empty() {

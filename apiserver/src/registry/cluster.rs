@@ -19,7 +19,7 @@ impl Strategy for NodeStrategy {
         nodes::default(obj);
     }
 
-    fn prepare_for_status_update(&self, new: &mut Value, _old: &Value) {
+    fn prepare_for_status_update(&self, new: &mut Value, _old: &Value, _now: super::Now) {
         nodes::default_status(new);
     }
 
@@ -95,7 +95,7 @@ impl Strategy for NamespaceStrategy {
     }
 
     /// An unset phase reads as Active (upstream's SetDefaults_NamespaceStatus).
-    fn prepare_for_status_update(&self, new: &mut Value, _old: &Value) {
+    fn prepare_for_status_update(&self, new: &mut Value, _old: &Value, _now: super::Now) {
         if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
             if status
                 .get("phase")

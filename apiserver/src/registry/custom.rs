@@ -52,7 +52,7 @@ impl Strategy for CustomStrategy {
 
     /// A status update sets the status alone: the metadata stays the stored object's, but for
     /// the request's resourceVersion precondition and managedFields.
-    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value, _now: super::Now) {
         let kept: Vec<(&str, Value)> = ["resourceVersion", "managedFields"]
             .into_iter()
             .filter_map(|k| Some((k, new.pointer(&format!("/metadata/{k}"))?.clone())))

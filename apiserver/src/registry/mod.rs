@@ -43,6 +43,9 @@ use field::FieldError;
 use serde_json::Value;
 use tinykube_proto::registry::ResourceInfo;
 
+/// The time of a write, by the server's clock.
+pub type Now = chrono::DateTime<chrono::Utc>;
+
 /// What a kind does at each stage of a write. Every method has a neutral default so a kind only
 /// overrides what it needs. `obj` always has `apiVersion`, `kind` and `metadata` set.
 pub trait Strategy: Send + Sync {
@@ -58,9 +61,9 @@ pub trait Strategy: Send + Sync {
     /// `status` is kept for kinds with a status subresource) has already been applied.
     fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
 
-    /// Adjust an update through the `status` subresource. Everything but `status` has already
-    /// been taken from the stored object.
-    fn prepare_for_status_update(&self, _new: &mut Value, _old: &Value) {}
+    /// Adjust an update through the `status` subresource, written `now` (the server's clock).
+    /// Everything but `status` has already been taken from the stored object.
+    fn prepare_for_status_update(&self, _new: &mut Value, _old: &Value, _now: Now) {}
 
     /// Validate a new object (metadata included: name, labels, annotations).
     fn validate_create(&self, _obj: &Value) -> Vec<FieldError> {

@@ -46,7 +46,7 @@ impl Strategy for PodStrategy {
         }
     }
 
-    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value, _now: super::Now) {
         status::prepare(new, old);
     }
 

@@ -192,7 +192,7 @@ impl Strategy for ServiceStrategy {
         errs
     }
 
-    fn prepare_for_status_update(&self, _new: &mut Value, _old: &Value) {}
+    fn prepare_for_status_update(&self, _new: &mut Value, _old: &Value, _now: super::Now) {}
 
     fn validate_status_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
         let mut errs = Vec::new();

@@ -23,11 +23,11 @@ fn info(group: &str, plural: &str) -> &'static ResourceInfo {
     builtin(group, version, plural).expect("served")
 }
 
-fn new_meta(labels: Value) -> Value {
+fn new_meta(labels: Value, state: &AppState) -> Value {
     json!({
         "name": NAME, "namespace": NAMESPACE,
         "uid": uuid::Uuid::new_v4().to_string(),
-        "creationTimestamp": object::timestamp(chrono::Utc::now()),
+        "creationTimestamp": object::timestamp(state.clock.utc()),
         "labels": labels,
     })
 }
@@ -77,7 +77,7 @@ pub async fn ensure_all(state: &AppState, addr: SocketAddr) -> ApiResult<()> {
     let cluster_ip = state.services.ips.first().to_string();
     let svc = json!({
         "kind": "Service", "apiVersion": "v1",
-        "metadata": new_meta(json!({"component": "apiserver", "provider": "kubernetes"})),
+        "metadata": new_meta(json!({"component": "apiserver", "provider": "kubernetes"}), state),
         "spec": {
             "ports": [{"name": "https", "protocol": "TCP", "port": 443, "targetPort": port}],
             "clusterIP": cluster_ip, "clusterIPs": [cluster_ip],
@@ -98,14 +98,14 @@ pub async fn ensure_all(state: &AppState, addr: SocketAddr) -> ApiResult<()> {
     }
     let endpoints = json!({
         "kind": "Endpoints", "apiVersion": "v1",
-        "metadata": new_meta(json!({"endpointslice.kubernetes.io/skip-mirror": "true"})),
+        "metadata": new_meta(json!({"endpointslice.kubernetes.io/skip-mirror": "true"}), state),
         "subsets": [{
             "addresses": [{"ip": ip}],
             "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
         }],
     });
     ensure(state, info("", "endpoints"), endpoints).await?;
-    let mut slice_meta = new_meta(json!({"kubernetes.io/service-name": NAME}));
+    let mut slice_meta = new_meta(json!({"kubernetes.io/service-name": NAME}), state);
     slice_meta["generation"] = json!(1);
     let slice = json!({
         "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",

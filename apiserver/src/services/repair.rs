@@ -87,6 +87,7 @@ mod tests {
             bookmark_interval: std::time::Duration::from_secs(60),
             services: ServiceNet::default(),
             client_certs: false,
+            clock: Default::default(),
         }))
     }
 

@@ -81,6 +81,9 @@ pub struct Handle {
     pub classes: Arc<dyn Lister<StorageClass>>,
     /// Pods held at Permit.
     pub waiting: WaitingPods,
+    /// The scheduler's clock: the times it writes (conditions, events), the event series
+    /// window, preemption's "not started yet" and VolumeBinding's bind timeout.
+    pub clock: tinykube_clock::Clock,
 }
 
 impl Handle {
@@ -98,6 +101,7 @@ impl Handle {
             volumes: Arc::new(Fixed::<PersistentVolume>::new([])),
             classes: Arc::new(Fixed::<StorageClass>::new([])),
             waiting: WaitingPods::default(),
+            clock: tinykube_clock::Clock::real(),
         }
     }
 }

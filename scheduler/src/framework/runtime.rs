@@ -32,6 +32,7 @@ pub struct Framework {
     /// The share of nodes to find feasible before scoring (0: upstream's adaptive default).
     pub percentage_of_nodes_to_score: i32,
     waiting: WaitingPods,
+    clock: tinykube_clock::Clock,
 }
 
 impl Framework {
@@ -49,6 +50,7 @@ impl Framework {
             post_filter: Vec::new(),
             percentage_of_nodes_to_score: 0,
             waiting: handle.waiting.clone(),
+            clock: handle.clock.clone(),
         }
     }
 
@@ -116,6 +118,11 @@ impl Framework {
     /// Pods held at Permit.
     pub fn waiting(&self) -> &WaitingPods {
         &self.waiting
+    }
+
+    /// The scheduler's clock (the handle's).
+    pub fn clock(&self) -> &tinykube_clock::Clock {
+        &self.clock
     }
 
     /// PreFilter of every filter plugin, in order, until one rejects the pod; which Filters

@@ -158,6 +158,7 @@ pub fn new(name: &str, args: &Args, handle: &Handle) -> Option<Arc<dyn Plugin>> 
             volumes: handle.volumes.clone(),
             classes: handle.classes.clone(),
             bind_timeout: volume_binding::BIND_TIMEOUT,
+            clock: handle.clock.clone(),
         }),
         volume_restrictions::NAME => Arc::new(volume_restrictions::VolumeRestrictions {
             claims: handle.claims.clone(),

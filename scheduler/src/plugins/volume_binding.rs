@@ -36,7 +36,9 @@ pub struct VolumeBinding {
     pub claims: Arc<dyn Lister<PersistentVolumeClaim>>,
     pub volumes: Arc<dyn Lister<PersistentVolume>>,
     pub classes: Arc<dyn Lister<StorageClass>>,
+    /// How long PreBind waits for the claims to bind (`bindTimeoutSeconds`), by `clock`.
     pub bind_timeout: Duration,
+    pub clock: tinykube_clock::Clock,
 }
 
 /// The pod's claims as PreFilter sorted them.
@@ -198,18 +200,20 @@ impl VolumeBinding {
             .iter()
             .map(|(c, _)| format!("{ns}/{}", c.metadata.name.as_deref().unwrap_or("")))
             .collect();
-        let waited = tokio::time::timeout(self.bind_timeout, async {
-            loop {
-                if names
-                    .iter()
-                    .all(|k| self.claims.get(k).is_some_and(|c| is_bound(&c)))
-                {
-                    return;
+        let waited = self
+            .clock
+            .timeout(self.bind_timeout, async {
+                loop {
+                    if names
+                        .iter()
+                        .all(|k| self.claims.get(k).is_some_and(|c| is_bound(&c)))
+                    {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        })
-        .await;
+            })
+            .await;
         match waited {
             Ok(()) => Status::Success,
             Err(_) => Status::Error("binding volumes: context deadline exceeded".into()),
@@ -331,6 +335,7 @@ mod tests {
                 class("local", "WaitForFirstConsumer", NO_PROVISIONER),
             ])),
             bind_timeout: BIND_TIMEOUT,
+            clock: tinykube_clock::Clock::real(),
         }
     }
 

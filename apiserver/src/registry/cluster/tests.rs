@@ -116,6 +116,6 @@ fn namespaces_as_upstream() {
         .is_empty());
     let mut unset = ns.clone();
     unset["status"] = json!({});
-    NamespaceStrategy.prepare_for_status_update(&mut unset, &ns);
+    NamespaceStrategy.prepare_for_status_update(&mut unset, &ns, chrono::Utc::now());
     assert_eq!(unset["status"]["phase"], "Active");
 }

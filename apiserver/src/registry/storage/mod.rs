@@ -35,14 +35,15 @@ fn spec_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
 }
 
 /// A fresh status with `phase` and (as upstream's PersistentVolumeLastPhaseTransitionTime)
-/// when it was entered.
+/// when it was entered: on create, the object's creationTimestamp (the server's clock).
 fn set_status_phase(obj: &mut Value, phase: &str, stamp_transition: bool) {
+    let created = obj.pointer("/metadata/creationTimestamp").cloned();
     let Some(m) = obj.as_object_mut() else {
         return;
     };
     let mut status = json!({"phase": phase});
-    if stamp_transition {
-        status["lastPhaseTransitionTime"] = crate::object::timestamp(chrono::Utc::now()).into();
+    if let Some(created) = created.filter(|_| stamp_transition) {
+        status["lastPhaseTransitionTime"] = created;
     }
     m.insert("status".into(), status);
 }
@@ -121,13 +122,13 @@ impl Strategy for PersistentVolumeStrategy {
         super::keep_status(new, old);
     }
 
-    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value, now: super::Now) {
         let phase = |o: &Value| o.pointer("/status/phase").cloned();
         if phase(new) != phase(old) {
             if let Some(s) = new.get_mut("status").and_then(Value::as_object_mut) {
                 s.insert(
                     "lastPhaseTransitionTime".into(),
-                    crate::object::timestamp(chrono::Utc::now()).into(),
+                    crate::object::timestamp(now).into(),
                 );
             }
         }
@@ -218,14 +219,18 @@ mod tests {
 
     #[test]
     fn defaults_match_upstream() {
-        let mut pv = json!({"metadata": {"name": "v"}, "spec": {"hostPath": {"path": "/d"}}});
+        let mut pv = json!({"metadata": {"name": "v", "creationTimestamp": "2030-01-02T03:04:05Z"},
+                            "spec": {"hostPath": {"path": "/d"}}});
         PersistentVolumeStrategy.default(&mut pv);
         PersistentVolumeStrategy.prepare_for_create(&mut pv);
         assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
         assert_eq!(pv["spec"]["volumeMode"], "Filesystem");
         assert_eq!(pv["spec"]["hostPath"]["type"], "");
         assert_eq!(pv["status"]["phase"], "Pending");
-        assert!(pv["status"]["lastPhaseTransitionTime"].is_string());
+        assert_eq!(
+            pv["status"]["lastPhaseTransitionTime"],
+            "2030-01-02T03:04:05Z"
+        );
 
         let mut pvc = json!({"metadata": {"name": "c"}, "spec": {}, "status": {"phase": "Bound"}});
         PersistentVolumeClaimStrategy.default(&mut pvc);
@@ -262,10 +267,14 @@ mod tests {
     fn status_updates_stamp_phase_transitions() {
         let old = json!({"status": {"phase": "Pending", "lastPhaseTransitionTime": "x"}});
         let mut new = json!({"status": {"phase": "Bound", "lastPhaseTransitionTime": "x"}});
-        PersistentVolumeStrategy.prepare_for_status_update(&mut new, &old);
-        assert_ne!(new["status"]["lastPhaseTransitionTime"], "x");
+        let now = "2030-01-02T03:04:05Z".parse().expect("a time");
+        PersistentVolumeStrategy.prepare_for_status_update(&mut new, &old, now);
+        assert_eq!(
+            new["status"]["lastPhaseTransitionTime"],
+            "2030-01-02T03:04:05Z"
+        );
         let mut same = old.clone();
-        PersistentVolumeStrategy.prepare_for_status_update(&mut same, &old);
+        PersistentVolumeStrategy.prepare_for_status_update(&mut same, &old, now);
         assert_eq!(same["status"]["lastPhaseTransitionTime"], "x");
     }
 }

@@ -143,12 +143,14 @@ pub struct Candidate {
 
 /// The fewest, least important pods to evict from `nodes[index]` for `pod` to fit there,
 /// sparing those a PodDisruptionBudget protects when it can; or why no eviction there helps.
+/// Pods not started yet rank as starting `now`.
 pub fn select_victims(
     fw: &Framework,
     pod: &Pod,
     nodes: &[Arc<NodeInfo>],
     index: usize,
     pdbs: &[Arc<PodDisruptionBudget>],
+    now: Timestamp,
 ) -> Result<Candidate, Status> {
     let node = &nodes[index];
     let (mut potential, mut kept): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) = node
@@ -165,7 +167,6 @@ pub fn select_victims(
     if !status.is_success() {
         return Err(status);
     }
-    let now = tinykube_client::now();
     potential.sort_by(|a, b| more_important(a, b, now));
     let (violating, others) = split_by_pdb(potential, pdbs);
     let mixed = !violating.is_empty() && !others.is_empty();
@@ -199,9 +200,9 @@ pub fn select_victims(
     })
 }
 
-/// Among candidate nodes, the one to preempt on (its index), by upstream's criteria in order.
-pub fn pick_node(candidates: &[Candidate]) -> Option<usize> {
-    let now = tinykube_client::now();
+/// Among candidate nodes, the one to preempt on (its index), by upstream's criteria in order
+/// (victims not started yet count as starting `now`).
+pub fn pick_node(candidates: &[Candidate], now: Timestamp) -> Option<usize> {
     type Criterion = fn(&Candidate, Timestamp) -> i64;
     let criteria: [Criterion; 5] = [
         // The fewest PodDisruptionBudget violations.
@@ -274,6 +275,7 @@ pub fn preempt(
     } else {
         rng.random_range(0..potential.len())
     };
+    let now = fw.clock().timestamp();
     let mut candidates = Vec::new();
     let mut failed: std::collections::BTreeMap<String, usize> = Default::default();
     let mut tried = 0;
@@ -283,7 +285,7 @@ pub fn preempt(
         }
         let index = potential[(offset + k) % potential.len()];
         tried += 1;
-        match select_victims(fw, pod, nodes, index, pdbs) {
+        match select_victims(fw, pod, nodes, index, pdbs, now) {
             Ok(candidate) => candidates.push(candidate),
             Err(status) => {
                 for r in status.reasons() {
@@ -292,7 +294,7 @@ pub fn preempt(
             }
         }
     }
-    match pick_node(&candidates) {
+    match pick_node(&candidates, now) {
         Some(index) => {
             let victims = candidates
                 .into_iter()
@@ -322,6 +324,11 @@ mod tests {
     use crate::plugins::testing::node;
     use rand::SeedableRng;
     use serde_json::json;
+
+    /// The scheduler's clock in these tests, after every pod's start.
+    fn now() -> Timestamp {
+        "2026-02-01T00:00:00Z".parse().expect("a time")
+    }
 
     fn pod(name: &str, priority: i32, cpu: &str, started: Option<&str>) -> Arc<Pod> {
         let mut p: Pod = serde_json::from_value(json!({
@@ -470,7 +477,7 @@ mod tests {
         let preemptor = pod("p", 10, "2", None);
         for (what, pods, pdbs, want) in cases {
             let nodes = vec![with_pods("n1", pods)];
-            let got = select_victims(&fw, &preemptor, &nodes, 0, &pdbs);
+            let got = select_victims(&fw, &preemptor, &nodes, 0, &pdbs, now());
             match (got, want) {
                 (Ok(c), Ok((w, violations))) => {
                     assert_eq!(names(&c.victims), w, "{what}");
@@ -529,6 +536,14 @@ mod tests {
                 ],
                 0,
             ),
+            (
+                "a victim not started yet starts at the scheduler's clock",
+                vec![
+                    (vec![pod("a", 3, "1", t2)], 0),
+                    (vec![pod("b", 3, "1", None)], 0),
+                ],
+                1,
+            ),
         ];
         for (what, nodes, want) in cases {
             let candidates: Vec<Candidate> = nodes
@@ -540,7 +555,7 @@ mod tests {
                     pdb_violations,
                 })
                 .collect();
-            assert_eq!(pick_node(&candidates), Some(want), "{what}");
+            assert_eq!(pick_node(&candidates, now()), Some(want), "{what}");
         }
     }
 
