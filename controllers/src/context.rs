@@ -1,6 +1,6 @@
-//! The shared `Context` every controller starts from: the client, one informer per resource
-//! (started once, after every controller subscribed, and only if some controller uses it) and
-//! event recorders named as upstream's components.
+//! The shared `Context` every controller starts from: the client, the cluster's clock, one
+//! informer per resource (started once, after every controller subscribed, and only if some
+//! controller uses it) and event recorders named as upstream's components.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,9 +23,11 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::Resource;
 use tinykube_client::reflector::{Informer, Notification, Store};
 use tinykube_client::{Api, Client, Kind, ListParams, Scope};
+use tinykube_clock::Clock;
 use tokio::sync::broadcast;
 
 use crate::events::EventRecorder;
+use crate::workqueue::WorkQueue;
 
 /// Index of namespaced objects by namespace.
 pub const BY_NAMESPACE: &str = "namespace";
@@ -88,6 +90,9 @@ where
 /// What every controller is built from; cheap to share behind an `Arc`.
 pub struct Context {
     pub client: Client,
+    /// The time Kubernetes defines (timestamps written, periods, grace periods, back-offs,
+    /// deadlines, schedules); plumbing stays on tokio's real time.
+    pub clock: Clock,
     pub pods: Shared<Pod>,
     pub replicasets: Shared<ReplicaSet>,
     pub deployments: Shared<Deployment>,
@@ -159,7 +164,7 @@ impl Default for Options {
 }
 
 impl Context {
-    pub fn new(client: Client, host: String, options: Options) -> Self {
+    pub fn new(client: Client, clock: Clock, host: String, options: Options) -> Self {
         Context {
             pods: Shared::new(&client),
             replicasets: Shared::new(&client),
@@ -184,6 +189,7 @@ impl Context {
             persistentvolumes: Shared::new(&client),
             storageclasses: Shared::new(&client),
             client,
+            clock,
             host,
             recorders: Mutex::new(HashMap::new()),
             options,
@@ -197,8 +203,19 @@ impl Context {
             Err(p) => p.into_inner(),
         };
         map.entry(component.to_string())
-            .or_insert_with(|| Arc::new(EventRecorder::new(self.client.clone(), component)))
+            .or_insert_with(|| {
+                Arc::new(EventRecorder::new(
+                    self.client.clone(),
+                    component,
+                    self.clock.clone(),
+                ))
+            })
             .clone()
+    }
+
+    /// A work queue whose policy delays wait on the cluster's clock.
+    pub fn queue(&self) -> WorkQueue {
+        WorkQueue::new(self.clock.clone())
     }
 
     /// Run every informer some controller asked for, until the future is dropped.

@@ -2,7 +2,8 @@
 //! a spam filter (per object, type and reason: a burst of 25, then one event per 5 minutes)
 //! and aggregation (from the 10th distinct message of the same object, type and reason within
 //! 10 minutes, one "(combined from similar events): …" event whose count grows). Identical
-//! events are counted by the client's [`Recorder`].
+//! events are counted by the client's [`Recorder`]. Both windows, like the events' times, go by
+//! the cluster's [`Clock`] (upstream's correlator takes a clock too).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -11,6 +12,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ObjectReference;
 use tinykube_client::events::{EventType, Recorder};
 use tinykube_client::{Client, ClientError};
+use tinykube_clock::Clock;
 use tokio::time::Instant;
 
 /// Upstream's defaults (client-go tools/record).
@@ -49,19 +51,27 @@ pub enum Verdict {
     Combined,
 }
 
-/// The decisions only, without I/O (so they can be tested with paused time).
+/// The decisions only, without I/O (so they can be tested with a manual clock).
 #[derive(Default)]
 pub struct Correlator {
     state: Mutex<State>,
+    clock: Clock,
 }
 
 impl Correlator {
+    pub fn new(clock: Clock) -> Self {
+        Correlator {
+            state: Mutex::default(),
+            clock,
+        }
+    }
+
     /// Decide for an event whose object/type/reason key is `key` and message `message`.
     pub fn decide(&self, key: &str, message: &str) -> Verdict {
         let Ok(mut s) = self.state.lock() else {
             return Verdict::Plain;
         };
-        let now = Instant::now();
+        let now = self.clock.instant();
         let similar = s.similar.entry(key.to_string()).or_insert_with(|| Similar {
             messages: HashSet::new(),
             since: now,
@@ -118,11 +128,12 @@ pub struct EventRecorder {
 }
 
 impl EventRecorder {
-    pub fn new(client: Client, component: &str) -> Self {
+    /// A recorder whose events, and their correlation windows, go by `clock`.
+    pub fn new(client: Client, component: &str, clock: Clock) -> Self {
         EventRecorder {
-            inner: Recorder::new(client, component, None),
+            inner: Recorder::new(client, component, None).with_clock(clock.clone()),
             component: component.to_string(),
-            correlator: Correlator::default(),
+            correlator: Correlator::new(clock),
             writing: tokio::sync::Mutex::new(()),
         }
     }
@@ -195,9 +206,14 @@ impl EventRecorder {
 mod tests {
     use super::*;
 
-    #[tokio::test(start_paused = true)]
-    async fn the_tenth_distinct_message_is_combined() {
-        let c = Correlator::default();
+    fn manual() -> Clock {
+        Clock::manual(std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000))
+    }
+
+    #[test]
+    fn the_tenth_distinct_message_is_combined() {
+        let clock = manual();
+        let c = Correlator::new(clock.clone());
         for i in 1..SIMILAR_MAX {
             assert_eq!(
                 c.decide("rs", &format!("Created pod: p{i}")),
@@ -209,18 +225,19 @@ mod tests {
         assert_eq!(c.decide("rs", "Created pod: p1"), Verdict::Combined);
         assert_eq!(c.decide("other", "Created pod: p1"), Verdict::Plain);
         // After the window the count starts again.
-        tokio::time::advance(SIMILAR_WINDOW + Duration::from_secs(1)).await;
+        clock.advance(SIMILAR_WINDOW + Duration::from_secs(1));
         assert_eq!(c.decide("rs", "Created pod: p11"), Verdict::Plain);
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_burst_of_25_then_one_per_five_minutes() {
-        let c = Correlator::default();
+    #[test]
+    fn a_burst_of_25_then_one_per_five_minutes() {
+        let clock = manual();
+        let c = Correlator::new(clock.clone());
         for _ in 0..25 {
             assert_ne!(c.decide("rs", "same"), Verdict::Drop);
         }
         assert_eq!(c.decide("rs", "same"), Verdict::Drop);
-        tokio::time::advance(SPAM_REFILL).await;
+        clock.advance(SPAM_REFILL);
         assert_ne!(c.decide("rs", "same"), Verdict::Drop);
         assert_eq!(c.decide("rs", "same"), Verdict::Drop);
     }

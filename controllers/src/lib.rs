@@ -59,6 +59,9 @@ pub struct Config {
     /// Host name for event sources.
     pub host: String,
     pub options: Options,
+    /// The cluster's time (`Clock::real()` for the binary; a test's manual clock moves node
+    /// grace periods, evictions, Job deadlines and back-offs, CronJob schedules, …).
+    pub clock: tinykube_clock::Clock,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -94,7 +97,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Mana
         }
         leading = Some(rx);
     }
-    let ctx = Arc::new(context::Context::new(client, config.host, config.options));
+    let ctx = Arc::new(context::Context::new(
+        client,
+        config.clock,
+        config.host,
+        config.options,
+    ));
     let mut running = Vec::new();
     for entry in enabled {
         match entry.start {

@@ -137,6 +137,7 @@ async fn main() {
             concurrent_job_syncs: flags.concurrent_job_syncs,
             job_pod_failure_backoff: flags.job_pod_failure_backoff,
         },
+        clock: tinykube_clock::Clock::real(),
     };
     let shutdown = tinykube_cli::shutdown_on_signal();
     if let Err(e) = tinykube_controllers::run(config, shutdown).await {

@@ -139,7 +139,7 @@ impl<O: Owner> PodHandlers<'_, O> {
         enqueue_all(self.owners, self.queue);
         for o in self.owners.list() {
             self.queue
-                .add_after(&key_of(o.as_ref()), LAG_GRACE + secs(1));
+                .add_after_real(&key_of(o.as_ref()), LAG_GRACE + secs(1));
         }
     }
 
@@ -206,7 +206,7 @@ impl<O: Owner> PodHandlers<'_, O> {
             if min_ready > 0 && !is_pod_ready(old) && is_pod_ready(new) {
                 // Check availability again once minReadySeconds have passed.
                 self.queue
-                    .add_after(&key, secs(i64::from(min_ready)) + secs(1));
+                    .add_after_clock(&key, secs(i64::from(min_ready)) + secs(1));
             }
             return;
         }

@@ -31,7 +31,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
     let c = Arc::new(Controller {
         ctx: ctx.clone(),
         clusterroles: ctx.clusterroles.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
     });
     Box::pin(async move {
         let Some(events) = events else {

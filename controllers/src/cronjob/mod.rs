@@ -40,7 +40,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         ctx: ctx.clone(),
         cronjobs: ctx.cronjobs.store(),
         jobs: ctx.jobs.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
         recorder: ctx.recorder("cronjob-controller"),
     });
     Box::pin(async move {

@@ -320,6 +320,29 @@ mod tests {
     }
 
     #[test]
+    fn a_manual_clock_walks_the_schedule_one_requeue_at_a_time() {
+        let s = Schedule::parse("*/5 * * * *").unwrap();
+        let created = at("2026-11-25T10:00:30Z");
+        let clock = tinykube_clock::Clock::manual(created.into());
+        let mut cj = cronjob("2026-11-25T10:00:30Z", None, None);
+        // Each pass: what is due now, then how long until the next one (plus upstream's 100 ms).
+        let mut due = Vec::new();
+        for _ in 0..3 {
+            let recent = most_recent(&cj, &s, None, clock.utc(), true).unwrap();
+            if let Some(t) = recent.most_recent {
+                due.push(t.format("%H:%M:%S").to_string());
+                cj.status
+                    .get_or_insert_with(Default::default)
+                    .last_schedule_time = Some(api_time(t));
+            }
+            let wait = requeue_after(&cj, &s, None, clock.utc()).unwrap();
+            clock.advance(wait);
+        }
+        assert_eq!(due, ["10:05:00", "10:10:00"]);
+        assert_eq!(clock.utc(), at("2026-11-25T10:15:00.1Z"));
+    }
+
+    #[test]
     fn jobs_are_named_by_the_minute_and_stamped_in_the_zone() {
         let cj = cronjob("2026-11-25T10:00:30Z", None, None);
         let t = at("2026-11-25T10:01:00Z");

@@ -50,7 +50,9 @@ impl Controller {
             .filter(|j| controller_ref(&j.metadata).is_some_and(|r| r.uid == uid))
             .collect();
         let mut cj = (*cached).clone();
-        let pass = self.sync_cronjob(&mut cj, &jobs, Utc::now()).await?;
+        let pass = self
+            .sync_cronjob(&mut cj, &jobs, self.ctx.clock.utc())
+            .await?;
         let cleaned = self.cleanup_finished(&mut cj, &jobs).await;
         if pass.changed || cleaned {
             let (ns, name) = split_key(key);
@@ -61,7 +63,7 @@ impl Controller {
             }
         }
         if let Some(after) = pass.requeue {
-            self.queue.add_after(key, after);
+            self.queue.add_after_clock(key, after);
         }
         Ok(())
     }

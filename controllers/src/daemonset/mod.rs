@@ -61,7 +61,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         daemonsets: ctx.daemonsets.store(),
         nodes: ctx.nodes.store(),
         revisions: ctx.controllerrevisions.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
         creates: Expectations::new(),
         deletes: Expectations::new(),
         failed_backoff: Mutex::new(HashMap::new()),

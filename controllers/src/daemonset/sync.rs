@@ -106,7 +106,7 @@ impl Controller {
         let template = template_spec(ds);
         let min_ready = ds.min_ready_seconds();
         let surge = update::allows_surge(ds);
-        let now = tinykube_client::now();
+        let now = self.ctx.clock.timestamp();
         let mut create = Vec::new();
         let mut delete = Vec::new();
         let mut known = HashSet::new();
@@ -126,7 +126,7 @@ impl Controller {
                     match pod.status.as_ref().and_then(|s| s.phase.as_deref()) {
                         Some("Failed") => {
                             if let Some(delay) = self.backoff_failed(ds, &node_name) {
-                                self.queue.add_after(key, delay);
+                                self.queue.add_after_clock(key, delay);
                                 continue;
                             }
                             let msg = format!(
@@ -187,7 +187,7 @@ impl Controller {
                 .and_then(|s| s.observed_generation)
                 .unwrap_or(0)
         );
-        let now = tokio::time::Instant::now();
+        let now = self.ctx.clock.instant();
         let mut map = match self.failed_backoff.lock() {
             Ok(m) => m,
             Err(p) => p.into_inner(),
@@ -284,7 +284,7 @@ impl Controller {
             max_unavailable,
             desired,
             min_ready_seconds: ds.min_ready_seconds(),
-            now: tinykube_client::now(),
+            now: self.ctx.clock.timestamp(),
         });
         if plan == update::Plan::default() {
             return Ok(());
@@ -308,12 +308,12 @@ impl Controller {
             &map,
             hash,
             observe_generation,
-            tinykube_client::now(),
+            self.ctx.clock.timestamp(),
         );
         let min_ready = ds.min_ready_seconds();
         if min_ready > 0 && status.number_ready != status.number_available.unwrap_or(0) {
             self.queue
-                .add_after(&key_of(ds), secs(i64::from(min_ready)));
+                .add_after_clock(&key_of(ds), secs(i64::from(min_ready)));
         }
         if ds.status.as_ref() == Some(&status) {
             return Ok(());

@@ -45,7 +45,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         deployments: ctx.deployments.store(),
         replicasets: ctx.replicasets.store(),
         pods: ctx.pods.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
         recorder: ctx.recorder(COMPONENT),
     });
     let workers = ctx.options.concurrent_deployment_syncs;

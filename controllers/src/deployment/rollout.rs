@@ -104,7 +104,8 @@ impl Controller {
         if self.reconcile_new(d, &mut sets).await? || self.reconcile_old(d, &mut sets).await? {
             return self.sync_rollout_status(d, &sets).await;
         }
-        let status = du::calculate_status(d, &sets.refs(), sets.new_rs());
+        let now = self.ctx.clock.timestamp();
+        let status = du::calculate_status(d, &sets.refs(), sets.new_rs(), now);
         if du::is_complete(d, &status) {
             self.cleanup(d, &sets).await?;
         }
@@ -213,7 +214,8 @@ impl Controller {
                 self.scale_rs(d, &mut sets.all[i], want, Some("up")).await?;
             }
         }
-        let status = du::calculate_status(d, &sets.refs(), sets.new_rs());
+        let now = self.ctx.clock.timestamp();
+        let status = du::calculate_status(d, &sets.refs(), sets.new_rs(), now);
         if du::is_complete(d, &status) {
             self.cleanup(d, &sets).await?;
         }
@@ -241,7 +243,8 @@ impl Controller {
         d: &mut Deployment,
         sets: &Sets,
     ) -> Result<(), SyncError> {
-        let mut status = du::calculate_status(d, &sets.refs(), sets.new_rs());
+        let now = self.ctx.clock.timestamp();
+        let mut status = du::calculate_status(d, &sets.refs(), sets.new_rs(), now);
         let deadline = du::progress_deadline(d);
         if deadline.is_none() {
             du::remove_condition(&mut status, "Progressing");
@@ -258,20 +261,20 @@ impl Controller {
                 };
                 du::set_condition(
                     &mut status,
-                    du::new_condition("Progressing", "True", du::NEW_RS_AVAILABLE, message),
+                    du::new_condition("Progressing", "True", du::NEW_RS_AVAILABLE, message, now),
                 );
             } else if du::is_progressing(d, &status) {
                 let message = match &new_name {
                     Some(n) => format!("ReplicaSet {n:?} is progressing."),
                     None => "Deployment is progressing.".into(),
                 };
-                let mut c = du::new_condition("Progressing", "True", du::RS_UPDATED, message);
+                let mut c = du::new_condition("Progressing", "True", du::RS_UPDATED, message, now);
                 if let Some(cur) = current.as_ref().filter(|c| c.status == "True") {
                     c.last_transition_time = cur.last_transition_time.clone();
                 }
                 du::remove_condition(&mut status, "Progressing");
                 du::set_condition(&mut status, c);
-            } else if du::is_timed_out(d, &status, tinykube_client::now()) {
+            } else if du::is_timed_out(d, &status, now) {
                 let message = match &new_name {
                     Some(n) => format!("ReplicaSet {n:?} has timed out progressing."),
                     None => format!(
@@ -281,7 +284,7 @@ impl Controller {
                 };
                 du::set_condition(
                     &mut status,
-                    du::new_condition("Progressing", "False", du::TIMED_OUT, message),
+                    du::new_condition("Progressing", "False", du::TIMED_OUT, message, now),
                 );
             }
         }
@@ -302,6 +305,7 @@ impl Controller {
                     &f.status,
                     f.reason.as_deref().unwrap_or_default(),
                     f.message.unwrap_or_default(),
+                    now,
                 ),
             ),
             None => du::remove_condition(&mut status, "ReplicaFailure"),
@@ -332,9 +336,11 @@ impl Controller {
         let Some(updated) = &c.last_update_time else {
             return;
         };
-        let now = tinykube_client::now();
+        let now = self.ctx.clock.timestamp();
         let left = updated.0.as_second() + i64::from(deadline) - now.as_second();
         let key = tinykube_client::reflector::key_of(d);
-        self.queue.add_after(&key, secs(left.max(0)) + secs(1));
+        // Upstream's requeueStuckDeployment: a second past the deadline.
+        self.queue
+            .add_after_clock(&key, secs(left.max(0)) + secs(1));
     }
 }

@@ -244,6 +244,7 @@ impl Controller {
                         "True",
                         du::FOUND_NEW_RS,
                         format!("Found new replica set {name:?}"),
+                        self.ctx.clock.timestamp(),
                     ),
                 );
                 self.write_status(d, status).await?;
@@ -364,6 +365,7 @@ impl Controller {
                     "True",
                     du::NEW_RS_CREATED,
                     format!("Created new replica set {name:?}"),
+                    self.ctx.clock.timestamp(),
                 ),
             );
             self.write_status(d, status).await?;
@@ -413,7 +415,8 @@ impl Controller {
         d: &mut Deployment,
         sets: &Sets,
     ) -> Result<(), SyncError> {
-        let status = du::calculate_status(d, &sets.refs(), sets.new_rs());
+        let now = self.ctx.clock.timestamp();
+        let status = du::calculate_status(d, &sets.refs(), sets.new_rs(), now);
         if d.status.as_ref() == Some(&status) {
             return Ok(());
         }
@@ -425,6 +428,7 @@ impl Controller {
         if du::progress_deadline(d).is_none() {
             return Ok(());
         }
+        let now = self.ctx.clock.timestamp();
         let mut status = d.status.clone().unwrap_or_default();
         let reason = du::condition(&status, "Progressing").and_then(|c| c.reason.clone());
         if reason.as_deref() == Some(du::TIMED_OUT) {
@@ -438,6 +442,7 @@ impl Controller {
                 "Unknown",
                 du::PAUSED,
                 "Deployment is paused".into(),
+                now,
             )
         } else if !paused && marked {
             du::new_condition(
@@ -445,6 +450,7 @@ impl Controller {
                 "Unknown",
                 du::RESUMED,
                 "Deployment is resumed".into(),
+                now,
             )
         } else {
             return Ok(());

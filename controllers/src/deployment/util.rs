@@ -259,13 +259,15 @@ pub fn condition<'a>(status: &'a DeploymentStatus, kind: &str) -> Option<&'a Dep
     status.conditions.iter().flatten().find(|c| c.type_ == kind)
 }
 
+/// A condition updated and transitioned at `now`.
 pub fn new_condition(
     kind: &str,
     status: &str,
     reason: &str,
     message: String,
+    now: Timestamp,
 ) -> DeploymentCondition {
-    let now = Time(tinykube_client::now());
+    let now = Time(now);
     DeploymentCondition {
         type_: kind.into(),
         status: status.into(),
@@ -302,11 +304,13 @@ fn nonzero(v: i32) -> Option<i32> {
     (v != 0).then_some(v)
 }
 
-/// Upstream's calculateStatus (counts that are zero are omitted, as upstream's omitempty).
+/// Upstream's calculateStatus (counts that are zero are omitted, as upstream's omitempty); a
+/// changed Available condition is stamped `now`.
 pub fn calculate_status(
     d: &Deployment,
     all: &[&ReplicaSet],
     new_rs: Option<&ReplicaSet>,
+    now: Timestamp,
 ) -> DeploymentStatus {
     let available: i32 = all.iter().map(|rs| rs_available(rs)).sum();
     let unavailable = (replicas(d) - available).max(0);
@@ -334,6 +338,7 @@ pub fn calculate_status(
                 "True",
                 MIN_AVAILABLE,
                 "Deployment has minimum availability.".into(),
+                now,
             ),
         );
     } else {
@@ -344,6 +349,7 @@ pub fn calculate_status(
                 "False",
                 MIN_UNAVAILABLE,
                 "Deployment does not have minimum availability.".into(),
+                now,
             ),
         );
     }
@@ -498,16 +504,17 @@ mod tests {
     #[test]
     fn conditions_keep_transition_time_for_the_same_status() {
         let mut s = DeploymentStatus::default();
-        let mut first = new_condition("Progressing", "True", NEW_RS_CREATED, "a".into());
-        first.last_transition_time = Some(Time(Timestamp::UNIX_EPOCH));
+        let (t0, t1) = (Timestamp::UNIX_EPOCH, Timestamp::from_second(60).unwrap());
+        let first = new_condition("Progressing", "True", NEW_RS_CREATED, "a".into(), t0);
         set_condition(&mut s, first);
         set_condition(
             &mut s,
-            new_condition("Progressing", "True", RS_UPDATED, "b".into()),
+            new_condition("Progressing", "True", RS_UPDATED, "b".into(), t1),
         );
         let c = condition(&s, "Progressing").unwrap();
         assert_eq!(c.reason.as_deref(), Some(RS_UPDATED));
-        assert_eq!(c.last_transition_time, Some(Time(Timestamp::UNIX_EPOCH)));
+        assert_eq!(c.last_transition_time, Some(Time(t0)));
+        assert_eq!(c.last_update_time, Some(Time(t1)));
     }
 
     #[test]

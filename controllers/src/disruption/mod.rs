@@ -56,8 +56,8 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         deployments: ctx.deployments.store(),
         statefulsets: ctx.statefulsets.store(),
         replicationcontrollers: ctx.replicationcontrollers.store(),
-        queue: WorkQueue::new(),
-        stale_queue: WorkQueue::new(),
+        queue: ctx.queue(),
+        stale_queue: ctx.queue(),
         recorder: ctx.recorder(COMPONENT),
     });
     Box::pin(async move {
@@ -138,8 +138,8 @@ impl Controller {
     }
 
     fn check_stale(&self, pod: &Pod) {
-        if let Some(wait) = stale::stale_wait(pod, tinykube_client::now()) {
-            self.stale_queue.add_after(&key_of(pod), wait);
+        if let Some(wait) = stale::stale_wait(pod, self.ctx.clock.timestamp()) {
+            self.stale_queue.add_after_clock(&key_of(pod), wait);
         }
     }
 

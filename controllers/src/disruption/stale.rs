@@ -56,11 +56,11 @@ impl Controller {
         let Some(pod) = self.pods.get(key) else {
             return Ok(());
         };
-        let now = tinykube_client::now();
+        let now = self.ctx.clock.timestamp();
         match stale_wait(&pod, now) {
             None => return Ok(()),
             Some(wait) if !wait.is_zero() => {
-                self.stale_queue.add_after(key, wait);
+                self.stale_queue.add_after_clock(key, wait);
                 return Ok(());
             }
             Some(_) => {}

@@ -40,7 +40,8 @@ impl Controller {
             Err(e) if is_conflict(&e) => Err(e),
             Err(e) => {
                 tracing::warn!(pdb = key, error = %e, "failed to sync PodDisruptionBudget");
-                let status = budget::fail_safe_status(&pdb, &e.to_string(), tinykube_client::now());
+                let status =
+                    budget::fail_safe_status(&pdb, &e.to_string(), self.ctx.clock.timestamp());
                 self.write_status(&pdb, status).await
             }
         }
@@ -145,7 +146,7 @@ impl Controller {
             );
         }
 
-        let now = tinykube_client::now();
+        let now = self.ctx.clock.timestamp();
         let recorded = pdb.status.as_ref().and_then(|s| s.disrupted_pods.as_ref());
         let (disrupted, recheck, not_deleted) = budget::disrupted_pods(&pods, recorded, now);
         let ns = pdb.metadata.namespace.as_deref().unwrap_or_default();
@@ -171,7 +172,7 @@ impl Controller {
         if let Some(at) = recheck {
             // Look again once the oldest pending eviction expires.
             self.queue
-                .add_after(key, now.duration_until(at).unsigned_abs());
+                .add_after_clock(key, now.duration_until(at).unsigned_abs());
         }
         Ok(())
     }

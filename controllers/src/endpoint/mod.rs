@@ -42,7 +42,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         pods: ctx.pods.store(),
         services: ctx.services.store(),
         endpoints: ctx.endpoints.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
     });
     Box::pin(async move {
         let (Some(svc_events), Some(pod_events), Some(ep_events)) =

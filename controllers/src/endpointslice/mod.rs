@@ -57,7 +57,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         services: ctx.services.store(),
         slices: ctx.endpointslices.store(),
         nodes: ctx.nodes.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
         tracker: Mutex::new(HashMap::new()),
     });
     Box::pin(async move {

@@ -110,7 +110,7 @@ impl Controller {
             return Ok(());
         }
         if !self.caught_up(key, ns) {
-            self.queue.add_after(key, RECHECK);
+            self.queue.add_after_real(key, RECHECK);
             return Ok(());
         }
         let pods = pods_of(&self.pods, &svc);

@@ -179,10 +179,10 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
             Box::pin(async move { tinykube_client::dynamic::discover_partial(&client).await })
         });
         let c = Arc::new(Collector {
+            queue: ctx.queue(),
             ctx,
             monitors: RwLock::new(parts.monitors),
             mapper: Mapper::new(discover, mapper::REFRESH_INTERVAL),
-            queue: WorkQueue::new(),
             absent: Mutex::new(HashSet::new()),
         });
         let handlers = futures::future::join_all(parts.handlers.into_iter().map(|h| h(c.clone())));

@@ -134,7 +134,7 @@ impl Controller {
         if !per_index {
             let (failures, last) = failures_since_success(plan.pods, only_failed);
             if let Some(wait) = backoff::remaining(failures, last, plan.now, self.backoff) {
-                self.queue.add_after(key, wait);
+                self.queue.add_after_clock(key, wait);
                 return Ok(());
             }
         }
@@ -165,7 +165,7 @@ impl Controller {
                 new_pods.push(pods::new_pod(job, Some((i, failures))));
             }
             if let Some(wait) = wait {
-                self.queue.add_after(key, wait);
+                self.queue.add_after_clock(key, wait);
             }
             new_pods
         } else {

@@ -84,7 +84,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         ctx: ctx.clone(),
         pods: ctx.pods.store(),
         jobs: ctx.jobs.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
         expectations: Expectations::new(),
         removing: Mutex::new(HashSet::new()),
         recorder: ctx.recorder(COMPONENT),

@@ -51,14 +51,15 @@ impl Controller {
         if self.cache_behind(key, &job) {
             // The informer's event for the last status write enqueues the Job again; acting on
             // the older copy could, say, replace a pod of an index that already failed.
-            self.queue.add_after(key, std::time::Duration::from_secs(1));
+            self.queue
+                .add_after_real(key, std::time::Duration::from_secs(1));
             return Ok(());
         }
         let Some(selector) = job.selector() else {
             tracing::warn!(key, "invalid selector; ignoring");
             return Ok(());
         };
-        let now = tinykube_client::now();
+        let now = self.ctx.clock.timestamp();
         let ns = job.metadata.namespace.clone().unwrap_or_default();
         let candidates = self.pods.by_index(BY_NAMESPACE, &ns);
         let pods = owned::claim(&self.ctx.client, job.as_ref(), &selector, candidates)
@@ -311,18 +312,11 @@ impl Controller {
         result
     }
 
-    /// Requeue the Job when its activeDeadlineSeconds runs out.
+    /// Requeue the Job when its activeDeadlineSeconds runs out (by the cluster's clock, as
+    /// upstream: exactly then; a look a little early requeues for the rest).
     fn requeue_for_deadline(&self, key: &str, job: &Job, now: Timestamp) {
-        let deadline = job.spec.as_ref().and_then(|s| s.active_deadline_seconds);
-        let start = job.status.as_ref().and_then(|s| s.start_time.as_ref());
-        if let (Some(d), Some(start)) = (deadline, start) {
-            let left = (start.0 + SignedDuration::from_secs(d)).duration_since(now);
-            let left = std::time::Duration::try_from(left).unwrap_or_default();
-            self.queue
-                .add_after(key, left + std::time::Duration::from_millis(50));
-        } else if let Some(d) = deadline {
-            self.queue
-                .add_after(key, std::time::Duration::from_secs(d.max(0) as u64));
+        if let Some(left) = deadline_left(job, now) {
+            self.queue.add_after_clock(key, left);
         }
     }
 
@@ -428,6 +422,19 @@ fn uncounted_of(succeeded: &[String], failed: &[String]) -> UncountedTerminatedP
     }
 }
 
+/// How long until the Job's activeDeadlineSeconds runs out, counted from its startTime (from
+/// `now` when it has none yet); `None` without a deadline.
+fn deadline_left(job: &Job, now: Timestamp) -> Option<std::time::Duration> {
+    let deadline = job.spec.as_ref()?.active_deadline_seconds?;
+    let start = job
+        .status
+        .as_ref()
+        .and_then(|s| s.start_time.as_ref())
+        .map_or(now, |t| t.0);
+    let left = (start + SignedDuration::from_secs(deadline)).duration_since(now);
+    Some(std::time::Duration::try_from(left).unwrap_or_default())
+}
+
 /// Event reasons are static strings; a Job's failure reasons are a few known ones.
 fn leak(reason: &str) -> &'static str {
     match reason {
@@ -437,5 +444,59 @@ fn leak(reason: &str) -> &'static str {
         "MaxFailedIndexesExceeded" => "MaxFailedIndexesExceeded",
         "FailedIndexes" => "FailedIndexes",
         _ => "Failed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::time::Duration;
+
+    #[test]
+    fn the_deadline_is_counted_from_the_start_time() {
+        let t0: Timestamp = "2024-01-01T00:00:00Z".parse().unwrap();
+        let job = |deadline: Option<i64>, start: Option<&str>| -> Job {
+            serde_json::from_value(json!({
+                "spec": {"template": {}, "activeDeadlineSeconds": deadline},
+                "status": {"startTime": start},
+            }))
+            .unwrap()
+        };
+        let cases = [
+            (
+                "no deadline",
+                job(None, Some("2024-01-01T00:00:00Z")),
+                0,
+                None,
+            ),
+            (
+                "just started",
+                job(Some(60), Some("2024-01-01T00:00:00Z")),
+                0,
+                Some(60),
+            ),
+            (
+                "some gone",
+                job(Some(60), Some("2024-01-01T00:00:00Z")),
+                45,
+                Some(15),
+            ),
+            (
+                "past it",
+                job(Some(60), Some("2024-01-01T00:00:00Z")),
+                90,
+                Some(0),
+            ),
+            ("not started yet", job(Some(60), None), 30, Some(60)),
+        ];
+        for (what, j, since, want) in cases {
+            let now = t0 + SignedDuration::from_secs(since);
+            assert_eq!(
+                deadline_left(&j, now),
+                want.map(Duration::from_secs),
+                "{what}"
+            );
+        }
     }
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, NamespaceCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
 use tinykube_client::dynamic::{discover_partial, ApiResource, DynamicApi};
 use tinykube_client::{Api, ClientError, ListParams};
@@ -36,13 +37,14 @@ pub struct Remaining {
     pub finalizers: BTreeMap<String, usize>,
 }
 
-/// Upstream's five deletion conditions for one pass.
+/// Upstream's five deletion conditions for one pass, stamped `now`.
 pub fn conditions(
     discovery_error: Option<&str>,
     content_errors: &[String],
     remaining: &Remaining,
+    now: Timestamp,
 ) -> Vec<NamespaceCondition> {
-    let now = Time(tinykube_client::now());
+    let now = Time(now);
     let cond =
         |kind: &str, ok: bool, ok_reason: &str, bad_reason: &str, ok_msg: &str, bad_msg: String| {
             NamespaceCondition {
@@ -198,7 +200,12 @@ impl Controller {
             .unwrap_or_default();
         let new = merge_conditions(
             &old,
-            conditions(discovery_error.as_deref(), &errors, &remaining),
+            conditions(
+                discovery_error.as_deref(),
+                &errors,
+                &remaining,
+                self.ctx.clock.timestamp(),
+            ),
         );
         if new != old {
             let mut next = ns.clone();
@@ -222,9 +229,10 @@ impl Controller {
             });
         }
         if !remaining.resources.is_empty() {
-            // Check again soon: graceful deletions and finalizers take their time.
+            // Check again soon: graceful deletions and finalizers take their time (a poll of
+            // other components' progress, on real time).
             self.queue
-                .add_after(name, std::time::Duration::from_secs(1));
+                .add_after_real(name, std::time::Duration::from_secs(1));
             return Ok(());
         }
         self.finalize(name, &finalizers).await
@@ -340,7 +348,7 @@ mod tests {
         remaining.resources.insert("pods.".into(), 2);
         remaining.resources.insert("replicasets.apps".into(), 1);
         remaining.finalizers.insert("example.com/hold".into(), 2);
-        let c = summary(&conditions(None, &[], &remaining));
+        let c = summary(&conditions(None, &[], &remaining, Timestamp::UNIX_EPOCH));
         assert_eq!(c[0].1, "False");
         assert_eq!(c[0].2, "ResourcesDiscovered");
         assert_eq!(c[2].2, "ContentDeleted");
@@ -357,7 +365,12 @@ mod tests {
             c[4].3,
             "Some content in the namespace has finalizers remaining: example.com/hold in 2 resource instances"
         );
-        let done = summary(&conditions(None, &[], &Remaining::default()));
+        let done = summary(&conditions(
+            None,
+            &[],
+            &Remaining::default(),
+            Timestamp::UNIX_EPOCH,
+        ));
         assert_eq!(
             done.iter().map(|c| c.2.as_str()).collect::<Vec<_>>(),
             [

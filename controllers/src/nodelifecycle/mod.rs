@@ -5,7 +5,8 @@
 //! conditions, and evicts pods from NoExecute-tainted nodes once their tolerations run out.
 //!
 //! Wiring only: every `--node-monitor-period` and on each node or pod change the node's name is
-//! queued; [`sync`] reconciles one node; [`taints`] and [`eviction`] decide without I/O.
+//! queued; [`sync`] reconciles one node; [`taints`] and [`eviction`] decide without I/O. The
+//! period, the grace period and the tolerations' timers all go by the cluster's clock.
 
 pub mod eviction;
 pub mod sync;
@@ -29,7 +30,7 @@ use crate::workqueue::WorkQueue;
 /// The event source, as upstream.
 pub const COMPONENT: &str = "node-controller";
 
-/// The last heartbeat seen of a node and when (by this process's clock) it changed.
+/// The last heartbeat seen of a node and when (by the cluster's clock) it changed.
 #[derive(Debug, Clone)]
 struct Probe {
     heartbeat: String,
@@ -70,7 +71,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         nodes: ctx.nodes.store(),
         leases: ctx.leases.store(),
         pods: ctx.pods.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
         recorder: ctx.recorder(COMPONENT),
         eviction_recorder: ctx.recorder("taint-eviction-controller"),
         probes: Mutex::new(HashMap::new()),
@@ -100,7 +101,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
                     let c = c.clone();
                     async move {
                         let period = period.max(std::time::Duration::from_millis(100));
-                        let mut tick = tokio::time::interval(period);
+                        let mut tick = c.ctx.clock.interval(period);
                         loop {
                             tick.tick().await;
                             c.enqueue_all();
@@ -195,19 +196,61 @@ impl Controller {
         self.probes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// How long ago, by this process's clock, the node's heartbeat last changed. A node seen
+    /// How long ago, by the cluster's clock, the node's heartbeat last changed. A node seen
     /// for the first time counts from now, so a restarted controller waits a full grace period.
     fn silent_for(&self, name: &str, heartbeat: String) -> std::time::Duration {
-        let now = Instant::now();
-        let mut probes = self.lock_probes();
-        let probe = probes.entry(name.to_string()).or_insert_with(|| Probe {
-            heartbeat: heartbeat.clone(),
-            seen: now,
-        });
-        if probe.heartbeat != heartbeat {
-            probe.heartbeat = heartbeat;
-            probe.seen = now;
+        observe(
+            &mut self.lock_probes(),
+            name,
+            heartbeat,
+            self.ctx.clock.instant(),
+        )
+    }
+}
+
+/// Record `heartbeat` of node `name` seen at `now` (upstream's probeTimestamp moves only when
+/// the heartbeat changes); how long it has been the same.
+fn observe(
+    probes: &mut HashMap<String, Probe>,
+    name: &str,
+    heartbeat: String,
+    now: Instant,
+) -> std::time::Duration {
+    let probe = probes.entry(name.to_string()).or_insert_with(|| Probe {
+        heartbeat: heartbeat.clone(),
+        seen: now,
+    });
+    if probe.heartbeat != heartbeat {
+        probe.heartbeat = heartbeat;
+        probe.seen = now;
+    }
+    now - probe.seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tinykube_clock::Clock;
+
+    #[test]
+    fn a_node_goes_silent_only_as_the_clock_moves_past_its_last_new_heartbeat() {
+        let clock = Clock::manual(std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+        let mut probes = HashMap::new();
+        // (advance before looking, heartbeat seen, silent for)
+        let steps: &[(u64, &str, u64)] = &[
+            (0, "renewed@0", 0),
+            (30, "renewed@0", 30),
+            (10, "renewed@40", 0),
+            (40, "renewed@40", 40),
+            (1, "renewed@40", 41),
+            (300, "renewed@40", 341),
+            (0, "renewed@381", 0),
+        ];
+        for &(advance, heartbeat, want) in steps {
+            clock.advance(Duration::from_secs(advance));
+            let silent = observe(&mut probes, "n1", heartbeat.into(), clock.instant());
+            assert_eq!(silent, Duration::from_secs(want), "+{advance}s {heartbeat}");
         }
-        now - probe.seen
     }
 }

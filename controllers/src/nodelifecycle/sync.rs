@@ -55,7 +55,7 @@ impl Controller {
         let lease = self.leases.get(&format!("kube-node-lease/{name}"));
         let silent = self.silent_for(name, heartbeat(&node, lease.as_deref()));
         let grace = self.ctx.options.node_monitor_grace_period;
-        let now = tinykube_client::now();
+        let now = self.ctx.clock.timestamp();
         let nodes: Api<Node> = Api::all(self.ctx.client.clone());
 
         if silent > grace {
@@ -138,9 +138,10 @@ impl Controller {
             }
         }
         if let Some(at) = next {
+            // Exactly when the toleration runs out, as upstream's timed workers: a look a
+            // little early finds the pod still tolerated and comes back for the rest.
             let wait = now.duration_until(at).unsigned_abs();
-            self.queue
-                .add_after(name, wait + std::time::Duration::from_millis(50));
+            self.queue.add_after_clock(name, wait);
         }
         Ok(())
     }

@@ -53,8 +53,8 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         claims: ctx.persistentvolumeclaims.store(),
         volumes: ctx.persistentvolumes.store(),
         classes: ctx.storageclasses.store(),
-        claim_queue: WorkQueue::new(),
-        volume_queue: WorkQueue::new(),
+        claim_queue: ctx.queue(),
+        volume_queue: ctx.queue(),
         recorder: ctx.recorder(COMPONENT),
         provisioner: ctx.recorder(&format!("{}_{}", provision::PROVISIONER, ctx.host)),
     });

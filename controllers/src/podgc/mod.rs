@@ -11,10 +11,12 @@
 //!
 //! Their controllers then see the pods gone and replace them: deleting a Node is how a
 //! Deployment's pods leave a machine that will not come back.
+//!
+//! The period and the quarantine go by the cluster's clock.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::StreamExt;
@@ -23,6 +25,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{json, Value};
 use tinykube_client::reflector::{key_of, Store};
 use tinykube_client::{Api, ClientError, Patch};
+use tokio::time::Instant;
 
 use crate::context::Context;
 use crate::util::{is_pod_terminal, node_name, node_ready_condition};
@@ -41,7 +44,7 @@ pub struct Controller {
     threshold: usize,
     period: Duration,
     quarantine: Duration,
-    /// Node names some pod is bound to that the cache lacks, since when.
+    /// Node names some pod is bound to that the cache lacks, since when (the clock's instant).
     missing: Mutex<HashMap<String, Instant>>,
 }
 
@@ -77,7 +80,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         c.nodes.clone().wait_ready().await;
         loop {
             c.gc().await;
-            tokio::time::sleep(c.period).await;
+            c.ctx.clock.sleep(c.period).await;
         }
     })
 }
@@ -125,6 +128,32 @@ pub fn is_out_of_service(node: &Node) -> bool {
     tainted && !ready
 }
 
+/// Track the nodes pods are `bound` to that are not `cached` (a node back in the cache is
+/// forgotten), and take those missing for at least `quarantine` by `now`.
+fn quarantined<'a>(
+    missing: &mut HashMap<String, Instant>,
+    bound: impl Iterator<Item = &'a str>,
+    cached: impl Fn(&str) -> bool,
+    now: Instant,
+    quarantine: Duration,
+) -> Vec<String> {
+    missing.retain(|name, _| !cached(name));
+    for node in bound {
+        if !node.is_empty() && !cached(node) {
+            missing.entry(node.to_string()).or_insert(now);
+        }
+    }
+    let due: Vec<String> = missing
+        .iter()
+        .filter(|(_, since)| now.duration_since(**since) >= quarantine)
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in &due {
+        missing.remove(name);
+    }
+    due
+}
+
 impl Controller {
     /// One pass over the caches.
     async fn gc(&self) {
@@ -146,7 +175,7 @@ impl Controller {
             }
         }
         let gone = self.deleted_nodes(&pods).await;
-        let now = tinykube_client::now();
+        let now = self.ctx.clock.timestamp();
         for pod in &pods {
             if gone.contains(node_name(pod)) {
                 let condition = json!({
@@ -171,25 +200,17 @@ impl Controller {
     /// The nodes pods are bound to that have been missing from the cache for the quarantine
     /// and that the API server confirms are gone.
     async fn deleted_nodes(&self, pods: &[Arc<Pod>]) -> HashSet<String> {
-        let now = Instant::now();
-        let due: Vec<String> = {
+        let due = {
             let mut missing = self.missing.lock().unwrap_or_else(|e| e.into_inner());
-            missing.retain(|name, _| self.nodes.get(name).is_none());
-            for pod in pods {
-                let node = node_name(pod);
-                if !node.is_empty() && self.nodes.get(node).is_none() {
-                    missing.entry(node.to_string()).or_insert(now);
-                }
-            }
-            let due: Vec<String> = missing
-                .iter()
-                .filter(|(_, since)| now.duration_since(**since) >= self.quarantine)
-                .map(|(name, _)| name.clone())
-                .collect();
-            for name in &due {
-                missing.remove(name);
-            }
-            due
+            let bound = pods.iter().map(|p| node_name(p));
+            let cached = |n: &str| self.nodes.get(n).is_some();
+            quarantined(
+                &mut missing,
+                bound,
+                cached,
+                self.ctx.clock.instant(),
+                self.quarantine,
+            )
         };
         let api: Api<Node> = Api::all(self.ctx.client.clone());
         let mut gone = HashSet::new();
@@ -302,5 +323,34 @@ mod tests {
             "Unknown",
             Some("node.kubernetes.io/unreachable")
         )));
+    }
+
+    #[test]
+    fn a_missing_node_is_quarantined_for_the_clock_s_period() {
+        let clock = tinykube_clock::Clock::manual(std::time::UNIX_EPOCH);
+        let quarantine = Duration::from_secs(40);
+        let mut missing = HashMap::new();
+        let cached = |n: &str| n == "here";
+        // (advance before the pass, nodes bound, due)
+        let passes: &[(u64, &[&str], &[&str])] = &[
+            (0, &["here", "gone", ""], &[]),
+            (20, &["gone"], &[]),
+            (19, &["gone", "late"], &[]),
+            (1, &["gone", "late"], &["gone"]),
+            (38, &["late"], &[]),
+            (1, &["late"], &["late"]),
+        ];
+        for &(advance, bound, want) in passes {
+            clock.advance(Duration::from_secs(advance));
+            let mut due = quarantined(
+                &mut missing,
+                bound.iter().copied(),
+                cached,
+                clock.instant(),
+                quarantine,
+            );
+            due.sort();
+            assert_eq!(due, want, "+{advance}s {bound:?}");
+        }
     }
 }

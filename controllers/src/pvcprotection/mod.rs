@@ -61,7 +61,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         ctx: ctx.clone(),
         claims: ctx.persistentvolumeclaims.store(),
         pods: ctx.pods.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
     });
     Box::pin(async move {
         let (Some(claim_events), Some(pod_events)) = (claim_events, pod_events) else {

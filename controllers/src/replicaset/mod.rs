@@ -55,7 +55,7 @@ fn start_for<K: Replicated>(ctx: &Arc<Context>, workers: usize) -> BoxFuture<'st
         ctx: ctx.clone(),
         pods: ctx.pods.store(),
         replicasets: K::shared(ctx).store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
         expectations: Expectations::new(),
         recorder: ctx.recorder(K::COMPONENT),
     });

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{ReplicaSetCondition, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use tinykube_client::reflector::key_of;
 use tinykube_client::ClientError;
 use tinykube_proto::labels::Selector;
@@ -63,7 +64,12 @@ impl<K: Replicated> Controller<K> {
         if needs_sync && rs.metadata().deletion_timestamp.is_none() {
             result = self.manage(key, &rs, &owned).await;
         }
-        let mut status = calculate_status(rs.as_ref(), &owned, result.as_ref().err());
+        let mut status = calculate_status(
+            rs.as_ref(),
+            &owned,
+            result.as_ref().err(),
+            self.ctx.clock.timestamp(),
+        );
         if K::COUNTS_TERMINATING {
             status.terminating_replicas = Some(terminating);
         }
@@ -76,7 +82,7 @@ impl<K: Replicated> Controller<K> {
         self.update_status(&rs, status).await?;
         if result.is_ok() && min_ready > 0 && ready == replicas && available != replicas {
             self.queue
-                .add_after(key, secs(i64::from(min_ready)) + secs(1));
+                .add_after_clock(key, secs(i64::from(min_ready)) + secs(1));
         }
         result
     }
@@ -143,11 +149,13 @@ impl<K: Replicated> Controller<K> {
     }
 }
 
-/// Upstream's calculateStatus.
+/// Upstream's calculateStatus: availability (minReadySeconds) and a new ReplicaFailure
+/// condition as of `now`.
 pub fn calculate_status<K: Replicated>(
     rs: &K,
     owned: &[Arc<Pod>],
     failure: Option<&SyncError>,
+    now: Timestamp,
 ) -> ReplicaSetStatus {
     let template_labels: BTreeMap<String, String> = rs
         .template()
@@ -155,7 +163,6 @@ pub fn calculate_status<K: Replicated>(
         .and_then(|m| m.labels.clone())
         .unwrap_or_default();
     let min_ready = rs.min_ready_seconds();
-    let now = tinykube_client::now();
     let fully_labeled = owned
         .iter()
         .filter(|p| {

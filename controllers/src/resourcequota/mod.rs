@@ -58,7 +58,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
     let c = Arc::new(Controller {
         ctx: ctx.clone(),
         quotas: informer.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
         watched: Mutex::new(HashSet::from(["/pods".to_string()])),
         resources: Mutex::new((Vec::new(), None)),
     });

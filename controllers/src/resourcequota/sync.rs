@@ -148,7 +148,11 @@ impl Controller {
         let (ns, name) = split_key(key);
         let quota = serde_json::to_value(&*cached).unwrap_or(Value::Null);
         let hard = parse_list(quota.pointer("/spec/hard"));
-        let now = std::time::SystemTime::now()
+        // Scopes and terminating pods are judged by the cluster's clock.
+        let now = self
+            .ctx
+            .clock
+            .now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0);

@@ -53,7 +53,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         ctx: ctx.clone(),
         namespaces: ctx.namespaces.store(),
         configmaps: ctx.configmaps.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
         root_ca,
     });
     Box::pin(async move {

@@ -36,7 +36,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         ctx: ctx.clone(),
         namespaces: ctx.namespaces.store(),
         accounts: ctx.serviceaccounts.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
     });
     Box::pin(async move {
         let (Some(namespace_events), Some(account_events)) = (namespace_events, account_events)

@@ -54,7 +54,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
         sets: ctx.statefulsets.store(),
         revisions: ctx.controllerrevisions.store(),
         claims: ctx.persistentvolumeclaims.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
         unused: Expectations::new(),
         recorder: ctx.recorder(COMPONENT),
     });

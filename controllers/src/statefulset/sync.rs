@@ -110,7 +110,7 @@ impl Controller {
         let min_ready = set.min_ready_seconds();
         if min_ready > 0 && states.iter().any(|s| s.ready && !s.available) {
             self.queue
-                .add_after(key, secs(i64::from(min_ready)) + secs(1));
+                .add_after_clock(key, secs(i64::from(min_ready)) + secs(1));
         }
         result
     }
@@ -136,7 +136,7 @@ impl Controller {
             terminating: pod.metadata.deletion_timestamp.is_some(),
             ready: running_ready,
             available: running_ready
-                && is_pod_available(pod, set.min_ready_seconds(), tinykube_client::now()),
+                && is_pod_available(pod, set.min_ready_seconds(), self.ctx.clock.timestamp()),
             consistent: identity::identity_matches(set, pod) && claims_ok,
         })
     }

@@ -88,7 +88,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
     let c = Arc::new(Controller {
         ctx: ctx.clone(),
         nodes: ctx.nodes.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
         step: Mutex::new(0),
     });
     Box::pin(async move {

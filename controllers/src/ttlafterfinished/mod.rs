@@ -4,7 +4,7 @@
 //!
 //! Job notifications enqueue finished Jobs with a TTL; a pass either deletes the Job, after
 //! reading it fresh from the API (the TTL may have been changed meanwhile), or comes back when
-//! it expires.
+//! it expires (by the cluster's clock).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +35,7 @@ pub fn start(ctx: &Arc<Context>) -> BoxFuture<'static, ()> {
     let c = Arc::new(Controller {
         ctx: ctx.clone(),
         jobs: ctx.jobs.store(),
-        queue: WorkQueue::new(),
+        queue: ctx.queue(),
     });
     Box::pin(async move {
         let Some(job_events) = job_events else {
@@ -74,12 +74,11 @@ pub fn expires_at(job: &Job) -> Option<Timestamp> {
     at.checked_add(jiff_seconds(ttl)).ok()
 }
 
-/// The wall clock as an API timestamp.
-fn now() -> Timestamp {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    Timestamp::new(d.as_secs() as i64, d.subsec_nanos() as i32).unwrap_or(Timestamp::UNIX_EPOCH)
+/// Time left at `now` before `job` expires (zero once it has); `None` when it never does.
+pub fn left(job: &Job, now: Timestamp) -> Option<Duration> {
+    let at = expires_at(job)?;
+    let left = at.duration_since(now);
+    Some(Duration::try_from(left).unwrap_or(Duration::ZERO))
 }
 
 fn jiff_seconds(s: i32) -> k8s_openapi::jiff::SignedDuration {
@@ -109,10 +108,8 @@ impl Controller {
     }
 
     /// Time left before `job` expires (zero once it has).
-    fn left(job: &Job) -> Option<Duration> {
-        let at = expires_at(job)?;
-        let left = at.duration_since(now());
-        Some(Duration::try_from(left).unwrap_or(Duration::ZERO))
+    fn left(&self, job: &Job) -> Option<Duration> {
+        left(job, self.ctx.clock.timestamp())
     }
 
     async fn sync(&self, key: &str) -> Result<(), ClientError> {
@@ -122,10 +119,10 @@ impl Controller {
         if cached.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
-        match Self::left(&cached) {
+        match self.left(&cached) {
             None => return Ok(()),
             Some(left) if !left.is_zero() => {
-                self.queue.add_after(key, left);
+                self.queue.add_after_clock(key, left);
                 return Ok(());
             }
             Some(_) => {}
@@ -136,10 +133,10 @@ impl Controller {
         let Some(fresh) = api.get_opt(name).await? else {
             return Ok(());
         };
-        match Self::left(&fresh) {
+        match self.left(&fresh) {
             None => return Ok(()),
             Some(left) if !left.is_zero() => {
-                self.queue.add_after(key, left);
+                self.queue.add_after_clock(key, left);
                 return Ok(());
             }
             Some(_) => {}
@@ -202,5 +199,27 @@ mod tests {
                 "{ttl:?} {condition:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_time_left_runs_down_with_the_clock() {
+        let clock =
+            tinykube_clock::Clock::manual(std::time::UNIX_EPOCH + Duration::from_secs(1000));
+        let done = job(Some(100), Some(("Complete", "True")));
+        let secs = Duration::from_secs;
+        // (advance, left)
+        for (advance, want) in [
+            (0, Some(secs(100))),
+            (60, Some(secs(40))),
+            (40, Some(secs(0))),
+            (500, Some(secs(0))),
+        ] {
+            clock.advance(secs(advance));
+            assert_eq!(left(&done, clock.timestamp()), want, "+{advance}s");
+        }
+        assert_eq!(
+            left(&job(None, Some(("Complete", "True"))), clock.timestamp()),
+            None
+        );
     }
 }
