@@ -45,7 +45,7 @@ pub(crate) fn terminate(child: &Child) {
 }
 
 /// One cold start: from spawning `tinykube up` to its `export KUBECONFIG=` line.
-async fn cold_start(nodes: usize) -> Result<Duration> {
+pub(crate) async fn cold_start(nodes: usize) -> Result<Duration> {
     let dir = tempfile::tempdir()?;
     let started = Instant::now();
     let mut child = Command::new(binary("tinykube")?)

@@ -5,6 +5,7 @@ mod containers;
 mod custom;
 mod kubelet;
 mod scheduler;
+mod testcluster;
 mod workloads;
 
 use std::path::PathBuf;
@@ -126,6 +127,13 @@ enum Bench {
         /// provisioned).
         #[arg(long)]
         no_claims: bool,
+    },
+    /// How fast a test gets a cluster: an in-process TestCluster (1 and 3 nodes) to ready and
+    /// to a Deployment's 3 pods Running, the memory it adds, and `tinykube up` to ready.
+    Testcluster {
+        /// Rounds, each of every shape.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
     },
 }
 
@@ -439,5 +447,6 @@ async fn main() -> Result<()> {
         } => {
             workloads::bench_workloads(nodes, completions, parallelism, replicas, !no_claims).await
         }
+        Bench::Testcluster { rounds } => testcluster::bench_testcluster(rounds).await,
     }
 }
