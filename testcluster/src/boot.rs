@@ -71,6 +71,10 @@ pub(crate) async fn start(b: Builder) -> Result<TestCluster, StartError> {
 
     let mut api_config = tinykube_apiserver::Config::new(addr, data.join("apiserver"));
     api_config.clock = clock.clone();
+    api_config.store = tinykube_store::StoreConfig {
+        durable: b.durable,
+        ..Default::default()
+    };
     std::fs::create_dir_all(&api_config.data_dir).map_err(StartError::TempDir)?;
     let token = shutdown.clone();
     running.spawn("apiserver", async move {

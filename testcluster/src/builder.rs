@@ -79,6 +79,7 @@ pub struct Builder {
     pub(crate) node_status_update_frequency: Option<Duration>,
     pub(crate) file_check_frequency: Duration,
     pub(crate) temp_parent: Option<PathBuf>,
+    pub(crate) durable: bool,
 }
 
 impl Default for Builder {
@@ -96,6 +97,7 @@ impl Default for Builder {
             node_status_update_frequency: None,
             file_check_frequency: Duration::from_secs(1),
             temp_parent: None,
+            durable: false,
         }
     }
 }
@@ -186,6 +188,15 @@ impl Builder {
     /// kubelet's own default is 20 s).
     pub fn file_check_frequency(mut self, d: Duration) -> Self {
         self.file_check_frequency = d;
+        self
+    }
+
+    /// Acknowledge each write only once it is flushed to disk, as `tinykube up` and upstream's
+    /// etcd do. Off by default: a test's cluster is thrown away with its directory, so its
+    /// writes are kept in the store's memory and written out lazily (what a `tmpfs` does for
+    /// envtest's etcd); every other guarantee (revisions, compare-and-swap, watches) holds.
+    pub fn durable(mut self, durable: bool) -> Self {
+        self.durable = durable;
         self
     }
 
