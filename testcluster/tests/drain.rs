@@ -116,8 +116,10 @@ async fn draining_a_node_moves_its_pods_within_the_disruption_budget() {
             .then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(budget(&budgets).await, Some((3, 0)));
+    eventually("3 healthy pods, no disruption allowed", || async {
+        (budget(&budgets).await? == (3, 0)).then_some(())
+    })
+    .await;
 
     cluster.advance(Duration::from_secs(5)).await;
     eventually(
