@@ -78,7 +78,7 @@ impl Queue {
             let n = p.attempts.entry(key.to_string()).or_default();
             *n += 1;
             let ready = Instant::now() + backoff::delay(*n);
-            p.backoff.push(key, priority, ready);
+            p.backoff.push_error(key, priority, ready);
         });
         self.wake.notify_one();
     }
@@ -129,7 +129,13 @@ impl Queue {
                 {
                     p.active.push(&k, prio);
                 }
-                (p.active.pop(), p.backoff.next_ready())
+                // An idle scheduler does not wait out the backoff of a pod that was only
+                // unschedulable (upstream's SchedulerPopFromBackoffQ).
+                let next = p
+                    .active
+                    .pop()
+                    .or_else(|| p.backoff.pop_early().map(|(k, _)| k));
+                (next, p.backoff.next_ready())
             });
             if let Some(key) = next {
                 return key;
@@ -180,14 +186,19 @@ mod tests {
             waited.is_err(),
             "a bound pod does not help one short of cpu"
         );
+        // Moved back through backoff, but nothing else waits: it goes at once.
         q.cluster_changed();
         let start = Instant::now();
         assert_eq!(q.pop().await, "low");
-        assert!(
-            Instant::now() - start >= Duration::from_secs(1),
-            "moved back through backoff"
-        );
+        assert_eq!(Instant::now(), start, "an idle scheduler pops from backoff");
+        // While other pods are active, it waits its backoff out behind them.
+        q.unschedulable("low", 0, false);
+        q.cluster_changed();
+        q.add("busy", 0);
+        assert_eq!(q.pop().await, "busy");
+        assert_eq!(q.pop().await, "low");
 
+        // A pod that failed with an error always waits its backoff (2 s after two errors).
         q.retry("low2", 0);
         q.retry("low2", 0);
         let start = Instant::now();
