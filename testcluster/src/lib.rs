@@ -116,6 +116,8 @@ impl TestCluster {
     /// healthy machines would have during that time: a long advance makes a stopped node
     /// NotReady, never a running one.
     ///
+    /// Call it inside a tokio runtime (it polls the API between steps).
+    ///
     /// # Panics
     /// When the cluster was not built with [`Builder::manual_clock`].
     pub async fn advance(&self, by: Duration) {
