@@ -125,18 +125,22 @@ impl TestCluster {
             self.clock.is_manual(),
             "TestCluster::advance needs a cluster built with .manual_clock()"
         );
+        let leases = tinykube_client::Api::namespaced(self.tinykube_client(), "kube-node-lease");
         let mut left = by;
         while !left.is_zero() {
             let step = left.min(self.step);
             self.clock.advance(step);
             left -= step;
-            self.settle().await;
+            self.settle(&leases).await;
         }
     }
 
     /// Wait (a second at most) until the lease of every running node was renewed within the
     /// last step, then give the informers a moment to see it.
-    async fn settle(&self) {
+    async fn settle(
+        &self,
+        leases: &tinykube_client::Api<k8s_openapi::api::coordination::v1::Lease>,
+    ) {
         let Some(running) = &self.running else {
             return;
         };
@@ -146,8 +150,6 @@ impl TestCluster {
             .map(|(n, _)| n.clone())
             .collect();
         let due = self.clock.timestamp().as_second() - self.step.as_secs() as i64;
-        let leases: tinykube_client::Api<k8s_openapi::api::coordination::v1::Lease> =
-            tinykube_client::Api::namespaced(self.tinykube_client(), "kube-node-lease");
         let deadline = std::time::Instant::now() + Duration::from_secs(1);
         while std::time::Instant::now() < deadline {
             let mut renewed = 0;
