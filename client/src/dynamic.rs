@@ -140,6 +140,18 @@ impl DynamicApi {
         self.client.send::<Value, _>(request).await.map(|_| ())
     }
 
+    /// POST `obj` to the collection and return the object as stored.
+    pub async fn create(&self, obj: &Value) -> Result<Value, ClientError> {
+        self.client
+            .send(Request::post(self.collection(), obj))
+            .await
+    }
+
+    /// PUT `obj` (with the resourceVersion it was read at) and return the object as stored.
+    pub async fn replace(&self, name: &str, obj: &Value) -> Result<Value, ClientError> {
+        self.client.send(Request::put(self.item(name), obj)).await
+    }
+
     /// PUT `body` to a subresource (`status`, `finalize`) and return the server's answer.
     pub async fn replace_subresource(
         &self,

@@ -45,6 +45,42 @@ pub fn parse(s: &str) -> Result<Duration, DurationError> {
     Ok(Duration::from_secs_f64(total))
 }
 
+/// A duration as Go's `Duration.String()` prints it (`15.002s`, `1m0.5s`, `250ms`), which is how
+/// `metav1.Duration` fields travel (a PodMetrics' `window`).
+pub fn format(d: Duration) -> String {
+    let nanos = d.as_nanos();
+    if nanos == 0 {
+        return "0s".into();
+    }
+    if nanos < 1_000_000_000 {
+        let (unit, div) = match nanos {
+            n if n < 1_000 => ("ns", 1u128),
+            n if n < 1_000_000 => ("µs", 1_000),
+            _ => ("ms", 1_000_000),
+        };
+        return format!("{}{unit}", decimal(nanos, div));
+    }
+    let secs = nanos / 1_000_000_000;
+    let (h, m) = (secs / 3600, (secs / 60) % 60);
+    let s = decimal(nanos % 60_000_000_000, 1_000_000_000);
+    match (h, m) {
+        (0, 0) => format!("{s}s"),
+        (0, m) => format!("{m}m{s}s"),
+        (h, m) => format!("{h}h{m}m{s}s"),
+    }
+}
+
+/// `n / div` with its fraction, trailing zeros dropped.
+fn decimal(n: u128, div: u128) -> String {
+    let (int, frac) = (n / div, n % div);
+    if frac == 0 {
+        return int.to_string();
+    }
+    let width = div.to_string().len() - 1;
+    let f = format!("{frac:0width$}");
+    format!("{int}.{}", f.trim_end_matches('0'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,6 +99,20 @@ mod tests {
         }
         for bad in ["", "5", "-1s", "5x", "ms", "1..5s"] {
             assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn formats_as_go_prints() {
+        let cases = [
+            (Duration::from_millis(15_002), "15.002s"),
+            (Duration::from_millis(60_500), "1m0.5s"),
+            (Duration::from_millis(250), "250ms"),
+            (Duration::from_secs(3600), "1h0m0s"),
+            (Duration::ZERO, "0s"),
+        ];
+        for (d, want) in cases {
+            assert_eq!(format(d), want);
         }
     }
 }

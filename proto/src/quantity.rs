@@ -126,6 +126,11 @@ impl Quantity {
         }
     }
 
+    /// A quantity of `nanos` nano-units (`1500000n` for 1.5 millicores).
+    pub fn from_nanos(nanos: i128, format: Format) -> Quantity {
+        Quantity { nanos, format }
+    }
+
     pub fn from_value(value: i64, format: Format) -> Quantity {
         Quantity {
             nanos: i128::from(value) * NANO,

@@ -1,0 +1,132 @@
+//! Self-registration with the aggregator: the `kube-system/metrics-server` Service (no
+//! selector: this server is no pod) carrying the address it listens on, and the
+//! `v1beta1.metrics.k8s.io` APIService pointing at that Service, as metrics-server's manifest
+//! declares them. Endpoints cannot hold a loopback address, so the aggregator reads the
+//! Service's `service.tinykube.io/address` annotation instead (ARCHITECTURE.md, aggregation).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tinykube_client::dynamic::{ApiResource, DynamicApi};
+use tinykube_client::{Client, ClientError, Patch};
+
+/// The Service annotation naming the host address an aggregated backend listens on.
+pub const ADDRESS_ANNOTATION: &str = "service.tinykube.io/address";
+pub const NAMESPACE: &str = "kube-system";
+pub const SERVICE: &str = "metrics-server";
+pub const APISERVICE: &str = "v1beta1.metrics.k8s.io";
+
+fn services(client: &Client) -> DynamicApi {
+    let r = ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "Service".into(),
+        plural: "services".into(),
+        namespaced: true,
+        verbs: Vec::new(),
+    };
+    DynamicApi::new(client.clone(), r, Some(NAMESPACE))
+}
+
+fn apiservices(client: &Client) -> DynamicApi {
+    let r = ApiResource {
+        group: "apiregistration.k8s.io".into(),
+        version: "v1".into(),
+        kind: "APIService".into(),
+        plural: "apiservices".into(),
+        namespaced: false,
+        verbs: Vec::new(),
+    };
+    DynamicApi::new(client.clone(), r, None)
+}
+
+fn labels() -> Value {
+    json!({"k8s-app": "metrics-server"})
+}
+
+/// The Service as this server wants it.
+pub fn service(addr: SocketAddr) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": SERVICE, "namespace": NAMESPACE, "labels": labels(),
+            "annotations": {ADDRESS_ANNOTATION: addr.to_string()}},
+        "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": addr.port()}]},
+    })
+}
+
+/// The APIService as metrics-server's manifest has it.
+pub fn apiservice() -> Value {
+    json!({
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": APISERVICE, "labels": labels()},
+        "spec": {
+            "group": "metrics.k8s.io", "version": "v1beta1",
+            "service": {"namespace": NAMESPACE, "name": SERVICE, "port": 443},
+            "groupPriorityMinimum": 100, "versionPriority": 100,
+            "insecureSkipTLSVerify": true,
+        },
+    })
+}
+
+/// Create `wanted`, or bring the stored object's labels, annotations and spec to it.
+async fn ensure(api: &DynamicApi, wanted: &Value) -> Result<(), ClientError> {
+    let name = wanted["metadata"]["name"].as_str().unwrap_or_default();
+    let Some(mut current) = api.get_opt(name).await? else {
+        return api.create(wanted).await.map(drop);
+    };
+    let before = current.clone();
+    for field in ["labels", "annotations"] {
+        if let Some(Value::Object(want)) = wanted["metadata"].get(field) {
+            let meta = &mut current["metadata"];
+            if !meta.get(field).is_some_and(Value::is_object) {
+                meta[field] = json!({});
+            }
+            for (k, v) in want {
+                meta[field][k] = v.clone();
+            }
+        }
+    }
+    // Keep what the server defaulted (a Service's clusterIP, a port's protocol) and set ours.
+    if let (Some(Value::Object(spec)), Some(Value::Object(want))) =
+        (current.get_mut("spec"), wanted.get("spec"))
+    {
+        for (k, v) in want {
+            spec.insert(k.clone(), v.clone());
+        }
+    }
+    if current == before {
+        return Ok(());
+    }
+    api.replace(name, &current).await.map(drop)
+}
+
+/// Register until it succeeds (the API server may be starting, or restarting).
+pub async fn register(client: &Client, addr: SocketAddr) {
+    let mut delay = Duration::from_millis(200);
+    loop {
+        let done = async {
+            ensure(&services(client), &service(addr)).await?;
+            ensure(&apiservices(client), &apiservice()).await
+        };
+        match done.await {
+            Ok(()) => {
+                tracing::info!(%addr, apiservice = APISERVICE, "registered with the aggregator");
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, "registering the metrics API failed; retrying"),
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// Withdraw the address, so the APIService turns unavailable when this server stops.
+pub async fn withdraw(client: &Client) {
+    let patch = Patch::Merge(json!({"metadata": {"annotations": {ADDRESS_ANNOTATION: null}}}));
+    let _ = tokio::time::timeout(
+        Duration::from_secs(2),
+        services(client).patch(SERVICE, &patch),
+    )
+    .await;
+}
