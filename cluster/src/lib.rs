@@ -44,6 +44,13 @@ pub struct Config {
     pub output: summary::Output,
     /// HTTPS with client certificates (`--secure`); unset: as the saved cluster, else HTTP.
     pub secure: Option<bool>,
+    /// The metrics server's `--metric-resolution` (its 15 s when unset).
+    pub metric_resolution: Option<Duration>,
+    /// The controller manager's `--horizontal-pod-autoscaler-sync-period` (15 s when unset).
+    pub hpa_sync_period: Option<Duration>,
+    /// The controller manager's `--horizontal-pod-autoscaler-downscale-stabilization` (5 min
+    /// when unset).
+    pub hpa_downscale_stabilization: Option<Duration>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -171,6 +178,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
     let kubelet_bin = binary(&config.bin_dir, "tinykube-kubelet")?;
     let scheduler_bin = binary(&config.bin_dir, "tinykube-scheduler").ok();
     let cm_bin = binary(&config.bin_dir, "tinykube-controller-manager").ok();
+    let metrics_bin = binary(&config.bin_dir, "tinykube-metrics-server").ok();
 
     let (tx, mut exits) = mpsc::unbounded_channel();
     let mut procs = Processes {
@@ -243,14 +251,37 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
                 "--root-ca-file".into(),
                 layout.apiserver_data().join("ca.crt").display().to_string(),
             ]);
-            if let Some(grace) = config.node_monitor_grace_period {
-                args.extend([
-                    "--node-monitor-grace-period".into(),
-                    format!("{}ms", grace.as_millis()),
-                ]);
+            let periods = [
+                (
+                    "--node-monitor-grace-period",
+                    config.node_monitor_grace_period,
+                ),
+                (
+                    "--horizontal-pod-autoscaler-sync-period",
+                    config.hpa_sync_period,
+                ),
+                (
+                    "--horizontal-pod-autoscaler-downscale-stabilization",
+                    config.hpa_downscale_stabilization,
+                ),
+            ];
+            for (flag, period) in periods {
+                if let Some(d) = period {
+                    args.extend([flag.into(), format!("{}ms", d.as_millis())]);
+                }
             }
             let (c, _) =
                 process::spawn("controller-manager", bin, &args, &log, false, tx.clone()).await?;
+            procs.components.push(c);
+        }
+        if let Some(bin) = &metrics_bin {
+            let mut args = connect("metrics-server")?;
+            if let Some(d) = config.metric_resolution {
+                args.extend(["--metric-resolution".into(), format!("{}ms", d.as_millis())]);
+            }
+            let log = layout.log("metrics-server");
+            let (c, _) =
+                process::spawn("metrics-server", bin, &args, &log, false, tx.clone()).await?;
             procs.components.push(c);
         }
         for p in &plans {

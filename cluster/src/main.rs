@@ -63,6 +63,18 @@ enum Cmd {
         /// component its own [default: false, or what the data dir's cluster had].
         #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
         secure: Option<bool>,
+        /// How often the metrics server scrapes the kubelets (its `--metric-resolution`,
+        /// 15s when unset): what `kubectl top` and the autoscaler see moves at this pace.
+        #[arg(long, value_parser = tinykube_cli::go_duration)]
+        metric_resolution: Option<std::time::Duration>,
+        /// How often the HorizontalPodAutoscaler controller syncs (the controller manager's
+        /// flag of that name, 15s when unset); shorter for labs and tests.
+        #[arg(long, value_parser = tinykube_cli::go_duration)]
+        horizontal_pod_autoscaler_sync_period: Option<std::time::Duration>,
+        /// How long the autoscaler waits before scaling down (the controller manager's flag
+        /// of that name, 5m0s when unset); shorter for labs and tests.
+        #[arg(long, value_parser = tinykube_cli::go_duration)]
+        horizontal_pod_autoscaler_downscale_stabilization: Option<std::time::Duration>,
     },
 }
 
@@ -88,6 +100,9 @@ async fn main() {
         output,
         exit_on_stdin_close,
         secure,
+        metric_resolution,
+        horizontal_pod_autoscaler_sync_period,
+        horizontal_pod_autoscaler_downscale_stabilization,
     } = flags.command;
     let bin_dir = std::env::current_exe()
         .ok()
@@ -111,6 +126,9 @@ async fn main() {
             OutputFlag::Json => Output::Json,
         },
         secure,
+        metric_resolution,
+        hpa_sync_period: horizontal_pod_autoscaler_sync_period,
+        hpa_downscale_stabilization: horizontal_pod_autoscaler_downscale_stabilization,
     };
     // Installed before any child starts: a signal during start-up must stop them all.
     let shutdown = tinykube_cli::shutdown_on_signal();

@@ -84,12 +84,21 @@ impl Ca {
     }
 }
 
-/// Who each component is: the admin, `scheduler`, `controller-manager`, `kubelet-NODE`.
+/// Who each component is: the admin, `scheduler`, `controller-manager`, `metrics-server`,
+/// `kubelet-NODE`.
 pub fn identity(component: &str) -> (String, Vec<&'static str>) {
     match component {
         "admin" => ("kubernetes-admin".into(), vec!["system:masters"]),
         "scheduler" => ("system:kube-scheduler".into(), vec![]),
         "controller-manager" => ("system:kube-controller-manager".into(), vec![]),
+        // As metrics-server's manifest runs it: a ServiceAccount of kube-system.
+        "metrics-server" => (
+            "system:serviceaccount:kube-system:metrics-server".into(),
+            vec![
+                "system:serviceaccounts",
+                "system:serviceaccounts:kube-system",
+            ],
+        ),
         other => {
             let node = other.strip_prefix("kubelet-").unwrap_or(other);
             (format!("system:node:{node}"), vec!["system:nodes"])
