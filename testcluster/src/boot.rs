@@ -140,6 +140,19 @@ pub(crate) async fn start(b: Builder) -> Result<TestCluster, StartError> {
                 .map_err(|e| e.to_string())
         });
     }
+    if let Some(resolution) = b.metrics_resolution {
+        let config = tinykube_metrics_server::Config {
+            metric_resolution: resolution,
+            clock: clock.clone(),
+            ..tinykube_metrics_server::Config::new(client_config.clone())
+        };
+        let token = shutdown.clone();
+        running.spawn("metrics-server", async move {
+            tinykube_metrics_server::run(config, token)
+                .await
+                .map_err(|e| e.to_string())
+        });
+    }
     for (i, spec) in b.nodes.iter().enumerate() {
         let config = kubelet_config(&b, i, &data, &client_config, &clock)?;
         for (file, manifest) in &spec.static_pods {
