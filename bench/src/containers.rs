@@ -55,16 +55,16 @@ async fn follow_pods(url: String, rv: String, tx: tokio::sync::watch::Sender<See
 }
 
 /// An API server and one kubelet simulating `nodes` nodes; both are killed when dropped.
-struct Cluster {
-    server: Server,
+pub(crate) struct Cluster {
+    pub(crate) server: Server,
     kubelet: Child,
-    kubelet_pid: u32,
-    http: reqwest::Client,
+    pub(crate) kubelet_pid: u32,
+    pub(crate) http: reqwest::Client,
     _stderr: tempfile::TempDir,
 }
 
 impl Cluster {
-    async fn start(nodes: usize, pods_per_node: usize) -> Result<Cluster> {
+    pub(crate) async fn start(nodes: usize, pods_per_node: usize) -> Result<Cluster> {
         let server = start_apiserver().await?;
         let stderr = tempfile::tempdir()?;
         let log = std::fs::File::create(stderr.path().join("kubelet.log"))?;
@@ -107,7 +107,7 @@ impl Cluster {
             .unwrap_or(0)
     }
 
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         terminate(&self.kubelet);
         let _ = tokio::time::timeout(Duration::from_secs(10), self.kubelet.wait()).await;
         terminate(&self.server.child);
@@ -116,15 +116,15 @@ impl Cluster {
 }
 
 /// Figures of one workload: pods made by `body`, bound round-robin to the nodes.
-struct Run {
+pub(crate) struct Run {
     /// Until the last pod was created, and until all were Running.
     created: Duration,
-    running: Duration,
+    pub(crate) running: Duration,
     /// The kubelet's and the API server's share of one core over the window.
-    kubelet_cpu: f64,
+    pub(crate) kubelet_cpu: f64,
     apiserver_cpu: f64,
     /// The kubelet's RSS at the end of the window, and before the pods.
-    rss_kib: u64,
+    pub(crate) rss_kib: u64,
     rss_before_kib: u64,
     /// The kubelet's RSS at the start of the window (all Running).
     rss_running_kib: u64,
@@ -135,7 +135,7 @@ struct Run {
     warnings: usize,
 }
 
-async fn run(
+pub(crate) async fn run(
     cluster: &Cluster,
     pods: usize,
     nodes: usize,
@@ -255,7 +255,7 @@ fn counter_pod(name: &str) -> Value {
 }
 
 /// The baseline: a container that only sleeps, with no probe.
-fn sleep_pod(name: &str) -> Value {
+pub(crate) fn sleep_pod(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": name, "labels": {"app": "sleep"}},
            "spec": {"containers": [{"name": "sleep", "image": "busybox:1.28",

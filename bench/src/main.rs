@@ -4,6 +4,7 @@
 mod containers;
 mod custom;
 mod kubelet;
+mod metrics;
 mod scheduler;
 mod testcluster;
 mod workloads;
@@ -127,6 +128,23 @@ enum Bench {
         /// provisioned).
         #[arg(long)]
         no_claims: bool,
+    },
+    /// Resource metrics: one kubelet simulating many nodes with sleeping pods, its CPU without
+    /// and with a metrics server scraping it, the metrics server's CPU and RSS, and the time of
+    /// a list of every PodMetrics through the aggregator.
+    Metrics {
+        /// Nodes simulated by the one kubelet.
+        #[arg(long, default_value_t = 1000)]
+        nodes: usize,
+        /// Sleeping pods bound to them round-robin.
+        #[arg(long, default_value_t = 10_000)]
+        pods: usize,
+        /// The metrics server's --metric-resolution, in seconds.
+        #[arg(long, default_value_t = 15)]
+        resolution_seconds: u64,
+        /// Seconds over which CPU is measured, without and with scraping.
+        #[arg(long, default_value_t = 60)]
+        window_seconds: u64,
     },
     /// How fast a test gets a cluster: an in-process TestCluster (1 and 3 nodes) to ready and
     /// to a Deployment's 3 pods Running, the memory it adds, and `tinykube up` to ready.
@@ -448,5 +466,19 @@ async fn main() -> Result<()> {
             workloads::bench_workloads(nodes, completions, parallelism, replicas, !no_claims).await
         }
         Bench::Testcluster { rounds } => testcluster::bench_testcluster(rounds).await,
+        Bench::Metrics {
+            nodes,
+            pods,
+            resolution_seconds,
+            window_seconds,
+        } => {
+            metrics::bench_metrics(
+                nodes,
+                pods,
+                Duration::from_secs(resolution_seconds),
+                Duration::from_secs(window_seconds),
+            )
+            .await
+        }
     }
 }

@@ -578,6 +578,43 @@ impl Drop for ControllerManager {
     }
 }
 
+/// A running tinykube-metrics-server for an API server (it registers itself with the
+/// aggregator); killed on drop.
+pub struct MetricsServer {
+    child: Child,
+}
+
+impl MetricsServer {
+    /// Start with `extra` flags (e.g. `--metric-resolution 1s`).
+    pub fn start(server: &ApiServer, extra: &[&str]) -> Result<MetricsServer> {
+        let child = Command::new(binary("tinykube-metrics-server"))
+            .arg("--kubeconfig")
+            .arg(server.kubeconfig())
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting tinykube-metrics-server")?;
+        Ok(MetricsServer { child })
+    }
+
+    /// SIGTERM the process (it withdraws its address) and wait for it.
+    pub fn terminate(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Mark a pod Running and Ready through the status subresource, as a kubelet would (no
 /// kubelet in these tests). Plain HTTP, so that hundreds of pods are quick.
 pub fn mark_ready(server: &ApiServer, namespace: &str, pod: &str) -> bool {
