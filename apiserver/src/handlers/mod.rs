@@ -5,6 +5,9 @@ mod apply;
 mod decode;
 pub(crate) mod delete;
 mod eviction;
+mod forward;
+pub(crate) use forward::{forward, Unreachable};
+mod node_proxy;
 mod options;
 mod persist;
 mod proxy;
@@ -216,6 +219,14 @@ async fn route(state: AppState, request: Request<'_>, body: Body) -> ApiResult<R
         upgrade,
     } = request;
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if let ["api", "v1", "nodes", node, "proxy", ..] = segs.as_slice() {
+        let marker = format!("/nodes/{node}/proxy");
+        let rest = path
+            .find(&marker)
+            .and_then(|at| path.get(at + marker.len()..))
+            .unwrap_or("");
+        return node_proxy::proxy(&state, method, node, rest, raw_query, &headers, body).await;
+    }
     let served = state.kinds.snapshot();
     let (group, version, rest) = match segs.as_slice() {
         ["version"] => return Ok(json_response(StatusCode::OK, &discovery::version(), pretty)),
