@@ -6,7 +6,7 @@ mod decode;
 pub(crate) mod delete;
 mod eviction;
 mod forward;
-pub(crate) use forward::{forward, Unreachable};
+pub(crate) use forward::forward;
 mod node_proxy;
 mod options;
 mod persist;
@@ -227,18 +227,28 @@ async fn route(state: AppState, request: Request<'_>, body: Body) -> ApiResult<R
             .unwrap_or("");
         return node_proxy::proxy(&state, method, node, rest, raw_query, &headers, body).await;
     }
+    if let ["apis", group, version, ..] = segs.as_slice() {
+        if let Some(remote) = state.aggregator.find(group, version) {
+            let (state, headers) = (&state, &headers);
+            return Ok(crate::aggregator::proxy(
+                state, &remote, method, path, raw_query, headers, &user, body,
+            )
+            .await);
+        }
+    }
     let served = state.kinds.snapshot();
+    let remotes = state.aggregator.snapshot();
     let (group, version, rest) = match segs.as_slice() {
         ["version"] => return Ok(json_response(StatusCode::OK, &discovery::version(), pretty)),
         ["api"] => return discovery::api(&served, &headers, pretty),
-        ["apis"] => return discovery::apis(&served, &headers, pretty),
+        ["apis"] => return discovery::apis(&served, &remotes, &headers, pretty),
         ["openapi", "v3", rest @ ..] => {
             return openapi::serve(rest, raw_query, &headers, served.crds())
         }
         ["openapi", "v2"] => return Ok(openapi::v2(&headers)),
         ["api", "v1"] => return discovery::resource_list(&served, "", "v1", pretty),
         ["apis", group] => {
-            return discovery::group(&served, group, pretty)
+            return discovery::group(&served, &remotes, group, pretty)
                 .map_or_else(|| Ok(plain_not_found()), Ok)
         }
         ["apis", group, version] => {

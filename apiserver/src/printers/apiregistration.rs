@@ -89,9 +89,7 @@ mod tests {
             ),
             (
                 json!({"namespace": "kube-system", "name": "metrics-server", "port": 443}),
-                Some(
-                    json!({"type": "Available", "status": "False", "reason": "MissingEndpoints"}),
-                ),
+                Some(json!({"type": "Available", "status": "False", "reason": "MissingEndpoints"})),
                 "kube-system/metrics-server",
                 "False (MissingEndpoints)",
             ),

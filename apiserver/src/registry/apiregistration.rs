@@ -56,8 +56,7 @@ fn validate(obj: &Value) -> Vec<FieldError> {
         .and_then(Value::as_str)
         .unwrap_or("");
     let required = format!("{version}.{group}");
-    if !name.is_empty() && !errs.iter().any(|e| e.field == "metadata.name") && name != required
-    {
+    if !name.is_empty() && !errs.iter().any(|e| e.field == "metadata.name") && name != required {
         errs.push(FieldError::invalid(
             "metadata.name",
             name,
@@ -279,7 +278,11 @@ mod tests {
             ),
         ];
         for (name, spec, want) in cases {
-            assert_eq!(errors(&api_service(name, spec.clone())), want, "{name} {spec}");
+            assert_eq!(
+                errors(&api_service(name, spec.clone())),
+                want,
+                "{name} {spec}"
+            );
         }
     }
 
@@ -305,7 +308,10 @@ mod tests {
     #[test]
     fn status_conditions_are_true_false_or_unknown() {
         let obj = json!({"status": {"conditions": [{"type": "Available", "status": "Maybe"}]}});
-        let got: Vec<String> = validate_status(&obj).iter().map(ToString::to_string).collect();
+        let got: Vec<String> = validate_status(&obj)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(
             got,
             ["status.conditions[0].status: Unsupported value: \"Maybe\": supported values: \"True\", \"False\", \"Unknown\""]
