@@ -3,7 +3,8 @@
 //! checked: its Service must exist and listen on the port named, its Endpoints must have a
 //! ready address for that port, and its backend must answer `GET /apis/GROUP/VERSION` in
 //! time (`Passed`, or False with upstream's reason and message). The check's answer, the
-//! backend's APIResourceList, is kept for discovery. Runs on every change of APIServices,
+//! backend's APIResourceList, is kept for discovery. The dial target is the endpoint's address
+//! and port, or the `HOST:PORT` its Endpoints publish in `aggregator.tinykube.io/address`. Runs on every change of APIServices,
 //! Services, Endpoints and CustomResourceDefinitions, and every 10 s.
 
 use std::net::{IpAddr, SocketAddr};
@@ -31,6 +32,12 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 const DISCOVERY_LIMIT: usize = 4 * 1024 * 1024;
 /// The manager the controller's status writes are recorded under.
 const MANAGER: &str = "kube-apiserver";
+
+/// The Endpoints annotation naming the `HOST:PORT` the aggregator dials instead of the
+/// endpoint's address: Endpoints may not hold loopback addresses (upstream's validation), and
+/// tinykube's aggregated servers listen on loopback, as a kubelet publishes its reachable
+/// address in `kubelet.tinykube.io/address` while its node's InternalIP is never dialled.
+pub const DIAL_ANNOTATION: &str = "aggregator.tinykube.io/address";
 
 /// Why a backend cannot be used: an Available condition's reason and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,7 +130,14 @@ pub fn backend_of(
             .flatten()
             .find_map(|a| a["ip"].as_str().and_then(|ip| ip.parse::<IpAddr>().ok()));
         if let (Some(port), Some(ip)) = (target, ip) {
-            return Ok(SocketAddr::new(ip, port));
+            let published = endpoints
+                .pointer(&format!(
+                    "/metadata/annotations/{}",
+                    DIAL_ANNOTATION.replace('/', "~1")
+                ))
+                .and_then(Value::as_str)
+                .and_then(|a| a.parse::<SocketAddr>().ok());
+            return Ok(published.unwrap_or(SocketAddr::new(ip, port)));
         }
     }
     Err(Problem {
@@ -376,10 +390,24 @@ mod tests {
     fn backends_resolve_as_upstream() {
         let svc = json!({"spec": {"ports": [{"name": "https", "port": 443, "targetPort": 4443}]}});
         let eps = |subsets: Value| json!({ "subsets": subsets });
-        let ready = eps(json!([{"addresses": [{"ip": "127.0.0.1"}],
+        let ready = eps(json!([{"addresses": [{"ip": "10.244.0.5"}],
                                  "ports": [{"name": "https", "port": 4443}]}]));
-        let cases: Vec<(Option<Value>, Option<Value>, Result<&str, (&str, &str)>)> = vec![
-            (Some(svc.clone()), Some(ready.clone()), Ok("127.0.0.1:4443")),
+        type Case<'a> = (
+            Option<Value>,
+            Option<Value>,
+            Result<&'a str, (&'a str, &'a str)>,
+        );
+        let cases: Vec<Case> = vec![
+            (Some(svc.clone()), Some(ready.clone()), Ok("10.244.0.5:4443")),
+            (
+                Some(svc.clone()),
+                Some({
+                    let mut e = ready.clone();
+                    e["metadata"] = json!({"annotations": {DIAL_ANNOTATION: "127.0.0.1:40000"}});
+                    e
+                }),
+                Ok("127.0.0.1:40000"),
+            ),
             (
                 None,
                 None,

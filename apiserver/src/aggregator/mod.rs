@@ -7,8 +7,10 @@
 //! APIService by `available`, which also caches each backend's APIResourceList.
 //!
 //! Backends are reached over plain HTTP/1.1 at the first ready address of the Service's
-//! Endpoints (tinykube's aggregated servers live on loopback; there is no TLS to them, so
-//! `caBundle` and `insecureSkipTLSVerify` are accepted and not used).
+//! Endpoints on the APIService's port, or at the `HOST:PORT` those Endpoints publish in the
+//! `aggregator.tinykube.io/address` annotation (tinykube's aggregated servers live on
+//! loopback, which Endpoints may not hold; there is no TLS to them, so `caBundle` and
+//! `insecureSkipTLSVerify` are accepted and not used).
 
 mod available;
 pub mod discovery;
@@ -156,15 +158,14 @@ pub fn identity_headers(user: &UserInfo) -> Vec<(HeaderName, HeaderValue)> {
     out
 }
 
-/// Proxy one request of `remote`'s group version to its backend: 503 `service unavailable`
+/// Proxy one request (`target`: path and query) of `remote`'s group version to its backend: 503 `service unavailable`
 /// while it is not Available or cannot be resolved; the dial error, as a 503, when the
 /// backend does not answer.
 pub async fn proxy(
     state: &AppState,
     remote: &Remote,
     method: Method,
-    path: &str,
-    raw_query: Option<&str>,
+    target: &str,
     headers: &HeaderMap,
     user: &UserInfo,
     body: Body,
@@ -180,12 +181,8 @@ pub async fn proxy(
             return plain_error(StatusCode::SERVICE_UNAVAILABLE, UNAVAILABLE);
         }
     };
-    let target = match raw_query.filter(|q| !q.is_empty()) {
-        Some(q) => format!("{path}?{q}"),
-        None => path.to_string(),
-    };
     let extra = identity_headers(user);
-    match forward(addr, method, &target, headers, &extra, body).await {
+    match forward(addr, method, target, headers, &extra, body).await {
         Ok(resp) => resp,
         Err(e) => plain_error(StatusCode::SERVICE_UNAVAILABLE, &e.0),
     }

@@ -229,9 +229,13 @@ async fn route(state: AppState, request: Request<'_>, body: Body) -> ApiResult<R
     }
     if let ["apis", group, version, ..] = segs.as_slice() {
         if let Some(remote) = state.aggregator.find(group, version) {
+            let target = match raw_query.filter(|q| !q.is_empty()) {
+                Some(q) => format!("{path}?{q}"),
+                None => path.to_string(),
+            };
             let (state, headers) = (&state, &headers);
             return Ok(crate::aggregator::proxy(
-                state, &remote, method, path, raw_query, headers, &user, body,
+                state, &remote, method, &target, headers, &user, body,
             )
             .await);
         }
