@@ -1,11 +1,14 @@
 //! Discovery: `/api`, `/apis`, `/apis/G`, `/api/v1`, `/apis/G/V` in the legacy format and the
-//! aggregated (apidiscovery.k8s.io/v2) format kubectl asks for first, plus `/version`.
+//! aggregated (apidiscovery.k8s.io/v2) format kubectl asks for first, plus `/version`. The
+//! groups of aggregated APIServices come from `aggregator::discovery`.
 
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::{json, Map, Value};
 use tinykube_proto::registry::{ResourceInfo, Subresource};
 
+use crate::aggregator::discovery as aggregated;
+use crate::aggregator::Remote;
 use crate::error::{ApiError, ApiResult};
 use crate::handlers::json_response;
 use crate::kinds::Served;
@@ -192,22 +195,47 @@ fn group_entry(served: &Served, group: &str) -> Value {
     json!({"name": group, "versions": versions, "preferredVersion": preferred})
 }
 
-pub fn apis(served: &Served, headers: &HeaderMap, pretty: bool) -> ApiResult<Response> {
-    let groups = served.groups();
+/// `/apis`: the served groups, then the aggregated ones (`remotes`) in their priority order.
+pub fn apis(
+    served: &Served,
+    remotes: &[Remote],
+    headers: &HeaderMap,
+    pretty: bool,
+) -> ApiResult<Response> {
+    let own = served.groups();
+    let (builtin, custom): (Vec<&str>, Vec<&str>) = own
+        .iter()
+        .partition(|g| tinykube_proto::registry::GROUPS.contains(g));
+    let groups = aggregated::group_order(&builtin, &custom, remotes);
+    let is_own = |g: &str| own.contains(&g);
     if wants_aggregated(headers)? {
-        let items = groups.iter().map(|g| aggregated_group(served, g)).collect();
+        let items = groups
+            .iter()
+            .filter_map(|g| match is_own(g) {
+                true => Some(aggregated_group(served, g)),
+                false => aggregated::group_v2(remotes, g),
+            })
+            .collect();
         return Ok(aggregated_response(&aggregated_list(items), pretty));
     }
-    let groups: Vec<Value> = groups.iter().map(|g| group_entry(served, g)).collect();
+    let groups: Vec<Value> = groups
+        .iter()
+        .filter_map(|g| match is_own(g) {
+            true => Some(group_entry(served, g)),
+            false => aggregated::group_entry(remotes, g),
+        })
+        .collect();
     let body = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups});
     Ok(json_response(StatusCode::OK, &body, pretty))
 }
 
-pub fn group(served: &Served, group: &str, pretty: bool) -> Option<Response> {
-    if !served.groups().contains(&group) {
-        return None;
-    }
-    let mut body = group_entry(served, group);
+/// `/apis/GROUP`: the APIGroup of a served or aggregated group.
+pub fn group(served: &Served, remotes: &[Remote], group: &str, pretty: bool) -> Option<Response> {
+    let mut body = if served.groups().contains(&group) {
+        group_entry(served, group)
+    } else {
+        aggregated::group_entry(remotes, group)?
+    };
     if let Some(m) = body.as_object_mut() {
         let mut out = Map::new();
         out.insert("kind".into(), "APIGroup".into());

@@ -5,6 +5,7 @@
 //! [`registry`]; tables in [`printers`].
 
 mod admission;
+mod aggregator;
 mod authz;
 mod convert;
 mod crds;
@@ -279,6 +280,7 @@ pub async fn serve(
         services: config.services,
         client_certs: tls.as_ref().is_some_and(|(_, ca)| ca.is_some()),
         clock: config.clock,
+        aggregator: aggregator::Aggregator::default(),
     }));
     let repaired = services::repair::run(&state)
         .await
@@ -288,6 +290,7 @@ pub async fn serve(
         .await
         .map_err(ServerError::Services)?;
     crds::start(state.clone()).await;
+    aggregator::start(state.clone()).await;
     policy::status::start(state.clone());
     let app = Router::new()
         .fallback(handlers::dispatch)

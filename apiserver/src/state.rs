@@ -31,6 +31,8 @@ pub struct Shared {
     pub client_certs: bool,
     /// The time of the timestamps the server writes and of the tables' AGE columns.
     pub clock: tinykube_clock::Clock,
+    /// The APIServices with a backend: where their group versions are proxied.
+    pub aggregator: crate::aggregator::Aggregator,
 }
 
 #[derive(Clone)]

@@ -281,7 +281,16 @@ pub static RESOURCES: &[ResourceInfo] = &[
         categories: NONE,
         namespaced: false,
         verbs: CRUD_VERBS,
-        subresources: &[status("Node")],
+        subresources: &[
+            Subresource {
+                name: "proxy",
+                kind: "NodeProxyOptions",
+                group: None,
+                version: None,
+                verbs: &["create", "delete", "get", "patch", "update"],
+            },
+            status("Node"),
+        ],
         has_generation: false,
         custom: None,
     },
@@ -599,6 +608,21 @@ pub static RESOURCES: &[ResourceInfo] = &[
         custom: None,
     },
     ResourceInfo {
+        group: "apiregistration.k8s.io",
+        version: "v1",
+        kind: "APIService",
+        list_kind: "APIServiceList",
+        plural: "apiservices",
+        singular: "apiservice",
+        short_names: NONE,
+        categories: &["api-extensions"],
+        namespaced: false,
+        verbs: CRUD_VERBS,
+        subresources: &[status("APIService")],
+        has_generation: false,
+        custom: None,
+    },
+    ResourceInfo {
         group: "apiextensions.k8s.io",
         version: "v1",
         kind: "CustomResourceDefinition",
@@ -815,6 +839,7 @@ pub const RBAC: &str = "rbac.authorization.k8s.io";
 
 /// Groups in the order `/apis` lists them (the core group is served under `/api`).
 pub const GROUPS: &[&str] = &[
+    "apiregistration.k8s.io",
     "apps",
     "events.k8s.io",
     "authentication.k8s.io",

@@ -77,6 +77,9 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             through::<crd::CustomResourceDefinition>(obj)
         }
+        ("apiregistration.k8s.io", "APIService") => {
+            through::<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>(obj)
+        }
         ("rbac.authorization.k8s.io", "Role") => through::<rbac::Role>(obj),
         ("rbac.authorization.k8s.io", "ClusterRole") => through::<rbac::ClusterRole>(obj),
         ("rbac.authorization.k8s.io", "RoleBinding") => through::<rbac::RoleBinding>(obj),

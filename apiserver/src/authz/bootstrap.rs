@@ -134,6 +134,8 @@ mod tests {
             "system:kube-scheduler",
             "system:kube-controller-manager",
             "system:node",
+            "system:kubelet-api-admin",
+            "system:kube-aggregator",
         ] {
             assert!(names.contains(&want), "{want}");
         }

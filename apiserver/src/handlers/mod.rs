@@ -5,6 +5,9 @@ mod apply;
 mod decode;
 pub(crate) mod delete;
 mod eviction;
+mod forward;
+pub(crate) use forward::forward;
+mod node_proxy;
 mod options;
 mod persist;
 mod proxy;
@@ -216,18 +219,40 @@ async fn route(state: AppState, request: Request<'_>, body: Body) -> ApiResult<R
         upgrade,
     } = request;
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if let ["api", "v1", "nodes", node, "proxy", ..] = segs.as_slice() {
+        let marker = format!("/nodes/{node}/proxy");
+        let rest = path
+            .find(&marker)
+            .and_then(|at| path.get(at + marker.len()..))
+            .unwrap_or("");
+        return node_proxy::proxy(&state, method, node, rest, raw_query, &headers, body).await;
+    }
+    if let ["apis", group, version, ..] = segs.as_slice() {
+        if let Some(remote) = state.aggregator.find(group, version) {
+            let target = match raw_query.filter(|q| !q.is_empty()) {
+                Some(q) => format!("{path}?{q}"),
+                None => path.to_string(),
+            };
+            let (state, headers) = (&state, &headers);
+            return Ok(crate::aggregator::proxy(
+                state, &remote, method, &target, headers, &user, body,
+            )
+            .await);
+        }
+    }
     let served = state.kinds.snapshot();
+    let remotes = state.aggregator.snapshot();
     let (group, version, rest) = match segs.as_slice() {
         ["version"] => return Ok(json_response(StatusCode::OK, &discovery::version(), pretty)),
         ["api"] => return discovery::api(&served, &headers, pretty),
-        ["apis"] => return discovery::apis(&served, &headers, pretty),
+        ["apis"] => return discovery::apis(&served, &remotes, &headers, pretty),
         ["openapi", "v3", rest @ ..] => {
             return openapi::serve(rest, raw_query, &headers, served.crds())
         }
         ["openapi", "v2"] => return Ok(openapi::v2(&headers)),
         ["api", "v1"] => return discovery::resource_list(&served, "", "v1", pretty),
         ["apis", group] => {
-            return discovery::group(&served, group, pretty)
+            return discovery::group(&served, &remotes, group, pretty)
                 .map_or_else(|| Ok(plain_not_found()), Ok)
         }
         ["apis", group, version] => {

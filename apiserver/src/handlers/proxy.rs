@@ -265,7 +265,7 @@ pub fn choose_container(pod: &Value, name: &str, asked: Option<&str>) -> ApiResu
 
 /// Where a node's kubelet is reached, or the error upstream gives when it cannot be:
 /// `Err(message)` names the address upstream would have dialled.
-fn kubelet_of(node: &Value) -> Result<SocketAddr, String> {
+pub(super) fn kubelet_of(node: &Value) -> Result<SocketAddr, String> {
     let published = node["metadata"]["annotations"][ADDRESS_ANNOTATION]
         .as_str()
         .and_then(|a| a.parse::<SocketAddr>().ok());
@@ -289,7 +289,7 @@ fn kubelet_of(node: &Value) -> Result<SocketAddr, String> {
 }
 
 /// An I/O error worded as Go's net package words it.
-fn go_error(e: &std::io::Error) -> String {
+pub(super) fn go_error(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
         std::io::ErrorKind::ConnectionReset => "connection reset by peer".into(),
@@ -317,7 +317,7 @@ fn locate(ctx: &Ctx, container: Option<&str>) -> ApiResult<(String, Option<Value
 }
 
 /// Send one request to a kubelet over a fresh connection (upgrades allowed).
-async fn send(
+pub(super) async fn send(
     addr: SocketAddr,
     req: Request<Body>,
 ) -> Result<hyper::Response<hyper::body::Incoming>, String> {

@@ -128,6 +128,9 @@ fn schemas_for(group: &str) -> Map<String, Value> {
             add::<admissionregistration::ValidatingAdmissionPolicy>(&mut gen);
             add::<admissionregistration::ValidatingAdmissionPolicyBinding>(&mut gen);
         }
+        "apiregistration.k8s.io" => add::<
+            tinykube_proto::api::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
+        >(&mut gen),
         "node.k8s.io" => add::<tinykube_proto::api::api::node::v1::RuntimeClass>(&mut gen),
         "discovery.k8s.io" => {
             add::<tinykube_proto::api::api::discovery::v1::EndpointSlice>(&mut gen)
@@ -155,6 +158,12 @@ fn schemas_for(group: &str) -> Map<String, Value> {
 }
 
 fn schema_name(info: &ResourceInfo) -> String {
+    if info.group == "apiregistration.k8s.io" {
+        return format!(
+            "io.k8s.kube-aggregator.pkg.apis.apiregistration.{}.{}",
+            info.version, info.kind
+        );
+    }
     let package = match info.group {
         "" => "core".to_string(),
         "coordination.k8s.io" => "coordination".to_string(),

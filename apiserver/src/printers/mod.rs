@@ -3,6 +3,7 @@
 //! priorities) are upstream's, kept as data in `columns.json`.
 
 mod admission;
+mod apiregistration;
 mod batch;
 mod cluster;
 mod config;
@@ -53,6 +54,7 @@ fn all_columns() -> &'static HashMap<String, Vec<Column>> {
         let storage: HashMap<String, Vec<Column>> =
             serde_json::from_str(include_str!("storage.json")).unwrap_or_default();
         all.extend(storage);
+        all.insert("APIService".into(), apiregistration::columns());
         all
     })
 }
@@ -95,6 +97,7 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
             "ValidatingAdmissionPolicyBinding"
         }
+        ("apiregistration.k8s.io", "APIService") => "APIService",
         ("rbac.authorization.k8s.io", "Role") => "Role",
         ("rbac.authorization.k8s.io", "ClusterRole") => "ClusterRole",
         ("rbac.authorization.k8s.io", "RoleBinding") => "RoleBinding",
@@ -147,6 +150,7 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "ValidatingAdmissionPolicyBinding" => {
             admission::validating_admission_policy_binding(obj, now)
         }
+        "APIService" => apiregistration::api_service(obj, now),
         "Role" | "ClusterRole" => rbac::role(obj),
         "RoleBinding" | "ClusterRoleBinding" => rbac::binding(obj, now),
         _ => vec![

@@ -5,6 +5,7 @@
 
 mod admissionregistration;
 pub mod apiextensions;
+pub mod apiregistration;
 mod apps;
 mod apps_status;
 pub mod batch;
@@ -175,6 +176,7 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("coordination.k8s.io", "Lease") => &coordination::LeaseStrategy,
         ("apps", "ControllerRevision") => &apps_status::ControllerRevisionStrategy,
         ("apiextensions.k8s.io", "CustomResourceDefinition") => &apiextensions::CrdStrategy,
+        ("apiregistration.k8s.io", "APIService") => &apiregistration::ApiServiceStrategy,
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
             &admissionregistration::PolicyStrategy
         }

@@ -88,6 +88,7 @@ mod tests {
             services: ServiceNet::default(),
             client_certs: false,
             clock: Default::default(),
+            aggregator: Default::default(),
         }))
     }
 
