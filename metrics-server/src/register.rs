@@ -1,8 +1,10 @@
-//! Self-registration with the aggregator: the `kube-system/metrics-server` Service (no
-//! selector: this server is no pod) carrying the address it listens on, and the
-//! `v1beta1.metrics.k8s.io` APIService pointing at that Service, as metrics-server's manifest
-//! declares them. Endpoints cannot hold a loopback address, so the aggregator reads the
-//! Service's `service.tinykube.io/address` annotation instead (ARCHITECTURE.md, aggregation).
+//! Self-registration with the aggregator, as metrics-server's manifest declares it: the
+//! `kube-system/metrics-server` Service (no selector: this server is no pod) with its
+//! Endpoints, the `v1beta1.metrics.k8s.io` APIService pointing at that Service, and the
+//! `system:aggregated-metrics-reader` ClusterRole (aggregated into view, edit and admin).
+//! Endpoints may not hold a loopback address, so the Endpoints carry a placeholder address
+//! (192.0.2.1, TEST-NET-1: routed nowhere) and the host address the aggregator dials in their
+//! `aggregator.tinykube.io/address` annotation, as a kubelet publishes its own on its Node.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -11,8 +13,10 @@ use serde_json::{json, Value};
 use tinykube_client::dynamic::{ApiResource, DynamicApi};
 use tinykube_client::{Client, ClientError, Patch};
 
-/// The Service annotation naming the host address an aggregated backend listens on.
-pub const ADDRESS_ANNOTATION: &str = "service.tinykube.io/address";
+/// The Endpoints annotation naming the host address an aggregated backend listens on.
+pub const ADDRESS_ANNOTATION: &str = "aggregator.tinykube.io/address";
+/// The address the Endpoints list (a documentation address: nothing routes it).
+pub const PLACEHOLDER_IP: &str = "192.0.2.1";
 pub const NAMESPACE: &str = "kube-system";
 pub const SERVICE: &str = "metrics-server";
 pub const APISERVICE: &str = "v1beta1.metrics.k8s.io";
@@ -27,6 +31,30 @@ fn services(client: &Client) -> DynamicApi {
         verbs: Vec::new(),
     };
     DynamicApi::new(client.clone(), r, Some(NAMESPACE))
+}
+
+fn endpoints(client: &Client) -> DynamicApi {
+    let r = ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "Endpoints".into(),
+        plural: "endpoints".into(),
+        namespaced: true,
+        verbs: Vec::new(),
+    };
+    DynamicApi::new(client.clone(), r, Some(NAMESPACE))
+}
+
+fn cluster_roles(client: &Client) -> DynamicApi {
+    let r = ApiResource {
+        group: "rbac.authorization.k8s.io".into(),
+        version: "v1".into(),
+        kind: "ClusterRole".into(),
+        plural: "clusterroles".into(),
+        namespaced: false,
+        verbs: Vec::new(),
+    };
+    DynamicApi::new(client.clone(), r, None)
 }
 
 fn apiservices(client: &Client) -> DynamicApi {
@@ -45,13 +73,40 @@ fn labels() -> Value {
     json!({"k8s-app": "metrics-server"})
 }
 
-/// The Service as this server wants it.
+/// The Service as metrics-server's manifest has it, without a selector.
 pub fn service(addr: SocketAddr) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": SERVICE, "namespace": NAMESPACE, "labels": labels()},
+        "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": addr.port()}]},
+    })
+}
+
+/// The Endpoints of that Service: where the aggregator finds this server.
+pub fn endpoints_of(addr: SocketAddr) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Endpoints",
         "metadata": {"name": SERVICE, "namespace": NAMESPACE, "labels": labels(),
             "annotations": {ADDRESS_ANNOTATION: addr.to_string()}},
-        "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": addr.port()}]},
+        "subsets": [{
+            "addresses": [{"ip": PLACEHOLDER_IP}],
+            "ports": [{"name": "https", "port": addr.port(), "protocol": "TCP"}],
+        }],
+    })
+}
+
+/// Read access to the metrics API for view, edit and admin, as metrics-server's manifest.
+pub fn reader_role() -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "system:aggregated-metrics-reader", "labels": {
+            "k8s-app": "metrics-server",
+            "rbac.authorization.k8s.io/aggregate-to-admin": "true",
+            "rbac.authorization.k8s.io/aggregate-to-edit": "true",
+            "rbac.authorization.k8s.io/aggregate-to-view": "true",
+        }},
+        "rules": [{"apiGroups": ["metrics.k8s.io"], "resources": ["pods", "nodes"],
+            "verbs": ["get", "list", "watch"]}],
     })
 }
 
@@ -87,12 +142,17 @@ async fn ensure(api: &DynamicApi, wanted: &Value) -> Result<(), ClientError> {
             }
         }
     }
-    // Keep what the server defaulted (a Service's clusterIP, a port's protocol) and set ours.
+    // Keep what the server defaulted (a Service's clusterIP) and set ours.
     if let (Some(Value::Object(spec)), Some(Value::Object(want))) =
         (current.get_mut("spec"), wanted.get("spec"))
     {
         for (k, v) in want {
             spec.insert(k.clone(), v.clone());
+        }
+    }
+    for field in ["subsets", "rules"] {
+        if let Some(v) = wanted.get(field) {
+            current[field] = v.clone();
         }
     }
     if current == before {
@@ -107,6 +167,8 @@ pub async fn register(client: &Client, addr: SocketAddr) {
     loop {
         let done = async {
             ensure(&services(client), &service(addr)).await?;
+            ensure(&endpoints(client), &endpoints_of(addr)).await?;
+            ensure(&cluster_roles(client), &reader_role()).await?;
             ensure(&apiservices(client), &apiservice()).await
         };
         match done.await {
@@ -121,12 +183,16 @@ pub async fn register(client: &Client, addr: SocketAddr) {
     }
 }
 
-/// Withdraw the address, so the APIService turns unavailable when this server stops.
+/// Withdraw the address, so the APIService turns unavailable when this server stops (as the
+/// endpoints controller empties a Service's Endpoints when its pod goes).
 pub async fn withdraw(client: &Client) {
-    let patch = Patch::Merge(json!({"metadata": {"annotations": {ADDRESS_ANNOTATION: null}}}));
+    let patch = Patch::Merge(json!({
+        "metadata": {"annotations": {ADDRESS_ANNOTATION: null}},
+        "subsets": null,
+    }));
     let _ = tokio::time::timeout(
         Duration::from_secs(2),
-        services(client).patch(SERVICE, &patch),
+        endpoints(client).patch(SERVICE, &patch),
     )
     .await;
 }
