@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use tinykube_clock::Clock;
-use tinykube_runtime::{BoxFuture, Host, LogSink, Network, Server, Signal, Stream};
+use tinykube_runtime::{BoxFuture, CpuSink, Host, LogSink, Network, Server, Signal, Stream};
 use tokio::sync::{mpsc, Notify};
 
 use crate::logs::LogHandle;
@@ -198,6 +198,10 @@ impl Host for KubeletHost {
     fn log_sink(&self) -> LogSink {
         let (out, clock) = (self.output.clone(), self.clock.clone());
         Arc::new(move |stream, text| out.write(clock.now(), stream, text))
+    }
+
+    fn cpu_sink(&self) -> CpuSink {
+        Arc::new(|_| {})
     }
 
     fn network(&self) -> Arc<dyn Network> {
