@@ -42,6 +42,13 @@ fn kubelet(clock: &Clock) -> Arc<Kubelet> {
                 since: clock.timestamp(),
                 lease: Mutex::new(None),
                 reported_at: Mutex::new(None),
+                meter: Arc::new(crate::stats::NodeMeter::new(
+                    &n.name,
+                    0,
+                    4000,
+                    8 << 30,
+                    clock.clone(),
+                )),
                 local: Mutex::new(NodeLocal {
                     ips: ipam::PodIps::new(&n.pod_cidr).unwrap(),
                     pods: HashMap::new(),
@@ -88,6 +95,7 @@ fn kubelet(clock: &Clock) -> Arc<Kubelet> {
             serve_addr: None,
             cluster_dns: "10.96.0.10".into(),
             cluster_domain: "cluster.local".into(),
+            seed: 0,
             clock: clock.clone(),
         },
         client,

@@ -13,6 +13,7 @@ use tinykube_runtime::{BoxFuture, CpuSink, Host, LogSink, Network, Server, Signa
 use tokio::sync::{mpsc, Notify};
 
 use crate::logs::LogHandle;
+use crate::stats::ContainerMeter;
 
 /// Signals sent to a container's main process and not taken yet.
 #[derive(Default)]
@@ -39,13 +40,15 @@ impl Signals {
     }
 }
 
-/// What a container uses, as its processes say (stress); the runner OOM-kills over the limit.
+/// What a container uses, as its processes say (stress), kept in its node's account
+/// ([`crate::stats::NodeMeter`]; none for an exec session); the runner OOM-kills over the limit.
 #[derive(Default)]
 pub(crate) struct Usage {
     pub memory: AtomicU64,
     pub cpu_millis: AtomicU64,
     /// Told when memory use changes.
     pub changed: Notify,
+    pub meter: Option<ContainerMeter>,
 }
 
 /// A listening server and the run that opened it.
@@ -201,7 +204,12 @@ impl Host for KubeletHost {
     }
 
     fn cpu_sink(&self) -> CpuSink {
-        Arc::new(|_| {})
+        let meter = self.usage.meter.clone();
+        Arc::new(move |work| {
+            if let Some(m) = &meter {
+                m.charge(work);
+            }
+        })
     }
 
     fn network(&self) -> Arc<dyn Network> {
@@ -215,10 +223,16 @@ impl Host for KubeletHost {
 
     fn set_memory(&mut self, bytes: u64) {
         self.usage.memory.store(bytes, Ordering::Relaxed);
+        if let Some(m) = &self.usage.meter {
+            m.set_memory(bytes);
+        }
         self.usage.changed.notify_waiters();
     }
 
     fn set_cpu(&mut self, millicores: u64) {
         self.usage.cpu_millis.store(millicores, Ordering::Relaxed);
+        if let Some(m) = &self.usage.meter {
+            m.set_cpu(millicores);
+        }
     }
 }
