@@ -349,7 +349,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
         .and_then(|l| l.local_addr().ok())
         .map(node::reachable);
     if let Some(local) = listener.as_ref().and_then(|l| l.local_addr().ok()) {
-        tracing::info!(addr = %local, "serving /healthz, /pods, /containerLogs, /exec, /attach and /simnet");
+        tracing::info!(addr = %local, "serving /healthz, /pods, /containerLogs, /exec, /attach, /simnet, /stats/summary and /metrics");
         println!("tinykube-kubelet serving /healthz and /pods on http://{local}");
     }
     let kubelet = Arc::new(Kubelet {

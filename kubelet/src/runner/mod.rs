@@ -6,7 +6,7 @@
 //! What the streaming endpoints use: [`Kubelet::container_logs`] and [`Kubelet::exec`].
 
 #[cfg(test)]
-mod clock_tests;
+pub(crate) mod clock_tests;
 mod env;
 mod host;
 pub(crate) mod network;

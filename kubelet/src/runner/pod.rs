@@ -530,16 +530,17 @@ fn memory_limit(c: &Container) -> Option<u64> {
 }
 
 /// What the node's account needs to know of a container starting as `id`.
-fn meter_spec(h: &PodHandle, c: &Container, id: &str) -> ContainerSpec {
+fn meter_spec(h: &PodHandle, c: &Container, kind: Kind, id: &str) -> ContainerSpec {
     // A request defaults to the limit when only the limit is given (as the API server does).
     let request = resource(c, false, "cpu").or_else(|| resource(c, true, "cpu"));
     ContainerSpec {
-        pod_uid: h.uid(),
         id: id.to_string(),
         image: c.image.clone().unwrap_or_default(),
         cpu_request_milli: request.map_or(0, |q| q.milli_value()),
         cpu_limit_milli: resource(c, true, "cpu").map(|q| q.milli_value()),
         memory_limit: memory_limit(c),
+        init: kind != Kind::App,
+        qos: crate::stats::qos_class(&h.pod).to_string(),
     }
 }
 
@@ -615,7 +616,7 @@ async fn run_once(
         pod: h.name(),
         container: name.clone(),
     };
-    let meter = h.meter.start(key, meter_spec(h, c, &id));
+    let meter = h.meter.start(key, meter_spec(h, c, kind, &id));
     let usage = Arc::new(Usage {
         meter: Some(meter.clone()),
         ..Usage::default()

@@ -46,12 +46,15 @@ pub(crate) struct ContainerKey {
 /// What the kubelet knows of a container when it starts it.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ContainerSpec {
-    pub pod_uid: String,
     pub id: String,
     pub image: String,
     pub cpu_request_milli: i64,
     pub cpu_limit_milli: Option<i64>,
     pub memory_limit: Option<u64>,
+    /// An init container (sidecars included).
+    pub init: bool,
+    /// The pod's QoS class (its cgroup's parent).
+    pub qos: String,
 }
 
 /// A counter's last two samples, for its slope.
@@ -170,6 +173,7 @@ struct Account {
     samples: Samples,
     started_pods: u64,
     started_containers: u64,
+    started_init_containers: u64,
 }
 
 impl Account {
@@ -373,6 +377,7 @@ pub(crate) struct Snapshot {
     pub pods: Vec<PodView>,
     pub started_pods: u64,
     pub started_containers: u64,
+    pub started_init_containers: u64,
 }
 
 /// A running container's handle on its node's account; [`ContainerMeter::end`] retires it.
@@ -404,6 +409,7 @@ impl NodeMeter {
                 samples: Samples::new(now),
                 started_pods: 0,
                 started_containers: 0,
+                started_init_containers: 0,
             }),
             clock,
         }
@@ -444,6 +450,7 @@ impl NodeMeter {
         let mut a = self.lock();
         a.advance(now);
         a.started_containers += 1;
+        a.started_init_containers += u64::from(spec.init);
         let run = a.started_containers;
         let base = model::container(a.seed, &key, &spec.image);
         let meter = Meter {
@@ -538,6 +545,7 @@ impl NodeMeter {
             pods,
             started_pods: a.started_pods,
             started_containers: a.started_containers,
+            started_init_containers: a.started_init_containers,
         }
     }
 }
