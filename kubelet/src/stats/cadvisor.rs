@@ -6,8 +6,9 @@
 //! containers, memory working set / usage / RSS, the spec's CPU shares, quota, period and
 //! memory limit, start times, and the machine's cores and memory.
 
-use super::meter::{ContainerView, Figures, PodView, Snapshot, CFS_PERIOD};
+use super::meter::CFS_PERIOD;
 use super::prometheus::{millis, seconds, Sample, Text};
+use super::view::{ContainerView, Figures, PodView, Snapshot};
 use crate::containers::normalize_image;
 
 /// The machine labels of `machine_*` (as the node's nodeInfo has them).

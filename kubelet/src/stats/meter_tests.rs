@@ -6,7 +6,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use tinykube_clock::Clock;
 
-use super::meter::{ContainerKey, ContainerMeter, ContainerSpec, NodeMeter, Snapshot, THROTTLED};
+use super::meter::{ContainerKey, ContainerMeter, ContainerSpec, NodeMeter, THROTTLED};
+use super::view::Snapshot;
 
 fn clock() -> Clock {
     Clock::manual(UNIX_EPOCH + Duration::from_secs(1_800_000_000))

@@ -13,6 +13,7 @@ pub(crate) mod meter;
 pub(crate) mod model;
 pub(crate) mod prometheus;
 pub(crate) mod summary;
+pub(crate) mod view;
 
 #[cfg(test)]
 mod handler_tests;
@@ -208,7 +209,7 @@ async fn metrics(State(k): State<Arc<Kubelet>>, headers: HeaderMap) -> Response 
 
 /// How many of the node's containers are running (those in its account) or exited (by its
 /// pods' states), and the pods with a running container.
-fn states(n: &NodeState, s: &meter::Snapshot) -> prometheus::States {
+fn states(n: &NodeState, s: &view::Snapshot) -> prometheus::States {
     let handles: Vec<_> = n
         .local()
         .pods

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::meter::Snapshot;
+use super::view::Snapshot;
 
 /// The content type of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

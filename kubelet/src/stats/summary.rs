@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Map, Value};
 
-use super::meter::{Figures, Snapshot};
+use super::view::{Figures, Snapshot};
 
 /// The share of the node's system baseline the `kubelet` system container shows (the rest is
 /// the runtime and the OS).
