@@ -18,6 +18,7 @@ pub mod pods;
 pub mod runner;
 pub mod server;
 pub mod static_pods;
+pub mod stats;
 pub mod streaming;
 
 use std::collections::{HashMap, HashSet};
@@ -66,6 +67,9 @@ pub struct Config {
     pub cluster_dns: String,
     /// The cluster's DNS domain (`--cluster-domain`).
     pub cluster_domain: String,
+    /// Seeds the deterministic jitter of the simulated usage (`--seed`): the same seed gives
+    /// the same figures run to run.
+    pub seed: u64,
     /// The time of the cluster: heartbeats, leases, pod and container times, probes, back-offs,
     /// grace periods, the containers' own clocks and log times go by it (`Clock::real()` in the
     /// binary; a manual clock in an in-process test cluster).
@@ -150,6 +154,8 @@ pub(crate) struct NodeState {
     pub local: Mutex<NodeLocal>,
     /// When its conditions were last posted (an instant of the kubelet's clock).
     pub reported_at: Mutex<Option<tokio::time::Instant>>,
+    /// What its containers use ([`stats`]).
+    pub meter: Arc<stats::NodeMeter>,
 }
 
 impl NodeState {
@@ -288,6 +294,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
                 since: now,
                 lease: Mutex::new(None),
                 reported_at: Mutex::new(None),
+                meter: Arc::new(stats::NodeMeter::new(
+                    &n.name,
+                    config.seed,
+                    config.capacity.allocatable.cpu_milli,
+                    config.capacity.allocatable.memory.max(0) as u64,
+                    clock.clone(),
+                )),
                 local: Mutex::new(NodeLocal {
                     ips: ipam::PodIps::new(&n.pod_cidr)
                         .or_else(|| ipam::PodIps::new("10.244.0.0/24"))
@@ -336,7 +349,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Kube
         .and_then(|l| l.local_addr().ok())
         .map(node::reachable);
     if let Some(local) = listener.as_ref().and_then(|l| l.local_addr().ok()) {
-        tracing::info!(addr = %local, "serving /healthz, /pods, /containerLogs, /exec, /attach and /simnet");
+        tracing::info!(addr = %local, "serving /healthz, /pods, /containerLogs, /exec, /attach, /simnet, /stats/summary and /metrics");
         println!("tinykube-kubelet serving /healthz and /pods on http://{local}");
     }
     let kubelet = Arc::new(Kubelet {

@@ -95,6 +95,10 @@ struct Flags {
     /// The cluster's DNS domain (pods' search domains, Service names).
     #[arg(long, default_value = "cluster.local")]
     cluster_domain: String,
+    /// Seeds the simulated resource usage's jitter (idle figures of each container and of each
+    /// node's system part): the same seed gives the same figures run to run.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// Log format on stderr.
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -190,6 +194,7 @@ async fn main() {
         serve_addr: Some(SocketAddr::new(flags.address, flags.read_only_port)),
         cluster_dns: flags.cluster_dns.clone(),
         cluster_domain: flags.cluster_domain.clone(),
+        seed: flags.seed,
         clock: tinykube_clock::Clock::real(),
     };
     let shutdown = tinykube_cli::shutdown_on_signal();

@@ -204,7 +204,7 @@ impl Machine {
     }
 }
 
-fn uuid_like(h: &str) -> String {
+pub(crate) fn uuid_like(h: &str) -> String {
     format!(
         "{}-{}-{}-{}-{}",
         &h[0..8],

@@ -1,6 +1,7 @@
 //! The kubelet's HTTP endpoint: `/healthz`, the read-only `/pods` (the pods of this kubelet's
 //! nodes as it sees them: API pods, and static pods in place of their mirrors; `/pods?node=NAME`
-//! narrows to one node) and the streaming endpoints of [`crate::streaming`], on one axum router.
+//! narrows to one node), the streaming endpoints of [`crate::streaming`] and the resource
+//! usage endpoints of [`crate::stats`], on one axum router.
 
 use std::sync::Arc;
 
@@ -75,6 +76,7 @@ pub(crate) async fn serve(listener: TcpListener, k: Arc<Kubelet>, shutdown: Canc
         .route("/pods", get(pods))
         .route("/pods/", get(pods))
         .merge(crate::streaming::routes())
+        .merge(crate::stats::routes())
         .fallback(not_found)
         .with_state(k);
     let served = axum::serve(listener, app)

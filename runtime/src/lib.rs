@@ -9,8 +9,8 @@
 //!
 //! **Invariant:** no I/O and no async runtime here. A process is a future that reaches the
 //! world only through the [`Host`] it is given (time, sleeping, signals, stdio, listening
-//! sockets, memory use), so a table test drives it with a fake host and virtual time, and a
-//! sleeping process costs nothing but its parked future.
+//! sockets, memory and CPU use), so a table test drives it with a fake host and virtual time,
+//! and a sleeping process costs nothing but its parked future.
 
 pub mod fs;
 pub mod images;
@@ -52,6 +52,11 @@ pub enum Signal {
 /// logging each request it answers).
 pub type LogSink = Arc<dyn Fn(Stream, &str) + Send + Sync>;
 
+/// Something that charges CPU work to a container from outside its main future: a server
+/// answering a request costs it that request's CPU time (core-time), which the kubelet adds
+/// to what the container demands ([`images::Footprint::request_cpu`]).
+pub type CpuSink = Arc<dyn Fn(Duration) + Send + Sync>;
+
 /// What a running process sees of the world; the kubelet implements it over tokio's clock and
 /// the pod's log, a test over virtual time.
 pub trait Host: Send {
@@ -70,13 +75,16 @@ pub trait Host: Send {
     fn read(&mut self) -> BoxFuture<'_, Option<String>>;
     /// A writer of this process's output usable from a [`Server`] after `listen`.
     fn log_sink(&self) -> LogSink;
+    /// A charger of CPU work to this container usable from a [`Server`] after `listen`.
+    fn cpu_sink(&self) -> CpuSink;
     /// The network as seen from this container.
     fn network(&self) -> Arc<dyn Network>;
     /// Start answering on `port` of the pod's IP (closed when the process ends).
     fn listen(&mut self, port: u16, server: Arc<dyn Server>);
     /// The memory this process now holds, in bytes (the kubelet OOM-kills over the limit).
     fn set_memory(&mut self, bytes: u64);
-    /// The CPU this process now burns, in millicores.
+    /// The CPU this process now burns steadily, in millicores (what it asks for: the kubelet
+    /// caps it at the container's limit).
     fn set_cpu(&mut self, millicores: u64);
 }
 

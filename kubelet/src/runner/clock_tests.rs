@@ -19,9 +19,14 @@ use crate::{ipam, Config, Kubelet, NodeLocal, NodeState};
 
 /// A kubelet of two nodes (so no events are recorded) on `clock`, with no API server.
 fn kubelet(clock: &Clock) -> Arc<Kubelet> {
+    kubelet_of(clock, &["n-0", "n-1"])
+}
+
+/// A kubelet of nodes `names` (4 cores, 8 GiB each) on `clock`, with no API server.
+pub(crate) fn kubelet_of(clock: &Clock, names: &[&str]) -> Arc<Kubelet> {
     let client_config = tinykube_client::Config::new("http://127.0.0.1:1");
     let client = Client::new(client_config.clone()).expect("a client");
-    let configs: Vec<NodeConfig> = ["n-0", "n-1"]
+    let configs: Vec<NodeConfig> = names
         .iter()
         .enumerate()
         .map(|(i, name)| NodeConfig {
@@ -42,6 +47,13 @@ fn kubelet(clock: &Clock) -> Arc<Kubelet> {
                 since: clock.timestamp(),
                 lease: Mutex::new(None),
                 reported_at: Mutex::new(None),
+                meter: Arc::new(crate::stats::NodeMeter::new(
+                    &n.name,
+                    0,
+                    4000,
+                    8 << 30,
+                    clock.clone(),
+                )),
                 local: Mutex::new(NodeLocal {
                     ips: ipam::PodIps::new(&n.pod_cidr).unwrap(),
                     pods: HashMap::new(),
@@ -88,6 +100,7 @@ fn kubelet(clock: &Clock) -> Arc<Kubelet> {
             serve_addr: None,
             cluster_dns: "10.96.0.10".into(),
             cluster_domain: "cluster.local".into(),
+            seed: 0,
             clock: clock.clone(),
         },
         client,
@@ -100,7 +113,7 @@ fn kubelet(clock: &Clock) -> Arc<Kubelet> {
 }
 
 /// A pod of one container `app` (busybox unless `image` says otherwise).
-fn pod(spec: serde_json::Value) -> Arc<Pod> {
+pub(crate) fn pod(spec: serde_json::Value) -> Arc<Pod> {
     Arc::new(
         serde_json::from_value(serde_json::json!({
             "metadata": {"name": "p", "namespace": "default", "uid": "uid-p"},
@@ -120,7 +133,7 @@ fn start(pod: Arc<Pod>) -> (Clock, Arc<PodHandle>) {
 }
 
 /// Wait (in paused tokio time: no real wait) until `what` holds of the pod's containers.
-async fn until(h: &PodHandle, what: impl Fn(&PodRun) -> bool) {
+pub(crate) async fn until(h: &PodHandle, what: impl Fn(&PodRun) -> bool) {
     let waited = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             let changed = h.changed.notified();
@@ -138,15 +151,15 @@ async fn until(h: &PodHandle, what: impl Fn(&PodRun) -> bool) {
 }
 
 /// Let every task run as far as it can without the clock (ten minutes of paused real time).
-async fn idle() {
+pub(crate) async fn idle() {
     tokio::time::sleep(Duration::from_secs(600)).await;
 }
 
-fn app(run: &PodRun) -> &super::state::ContainerRun {
+pub(crate) fn app(run: &PodRun) -> &super::state::ContainerRun {
     &run.apps[0]
 }
 
-fn terminated(run: &PodRun) -> Option<super::state::Exit> {
+pub(crate) fn terminated(run: &PodRun) -> Option<super::state::Exit> {
     match &app(run).state {
         State::Terminated(e) => Some(e.clone()),
         _ => None,

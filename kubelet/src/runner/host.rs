@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use tinykube_clock::Clock;
-use tinykube_runtime::{BoxFuture, Host, LogSink, Network, Server, Signal, Stream};
+use tinykube_runtime::{BoxFuture, CpuSink, Host, LogSink, Network, Server, Signal, Stream};
 use tokio::sync::{mpsc, Notify};
 
 use crate::logs::LogHandle;
+use crate::stats::ContainerMeter;
 
 /// Signals sent to a container's main process and not taken yet.
 #[derive(Default)]
@@ -39,13 +40,15 @@ impl Signals {
     }
 }
 
-/// What a container uses, as its processes say (stress); the runner OOM-kills over the limit.
+/// What a container uses, as its processes say (stress), kept in its node's account
+/// ([`crate::stats::NodeMeter`]; none for an exec session); the runner OOM-kills over the limit.
 #[derive(Default)]
 pub(crate) struct Usage {
     pub memory: AtomicU64,
     pub cpu_millis: AtomicU64,
     /// Told when memory use changes.
     pub changed: Notify,
+    pub meter: Option<ContainerMeter>,
 }
 
 /// A listening server and the run that opened it.
@@ -200,6 +203,15 @@ impl Host for KubeletHost {
         Arc::new(move |stream, text| out.write(clock.now(), stream, text))
     }
 
+    fn cpu_sink(&self) -> CpuSink {
+        let meter = self.usage.meter.clone();
+        Arc::new(move |work| {
+            if let Some(m) = &meter {
+                m.charge(work);
+            }
+        })
+    }
+
     fn network(&self) -> Arc<dyn Network> {
         self.network.clone()
     }
@@ -211,10 +223,16 @@ impl Host for KubeletHost {
 
     fn set_memory(&mut self, bytes: u64) {
         self.usage.memory.store(bytes, Ordering::Relaxed);
+        if let Some(m) = &self.usage.meter {
+            m.set_memory(bytes);
+        }
         self.usage.changed.notify_waiters();
     }
 
     fn set_cpu(&mut self, millicores: u64) {
         self.usage.cpu_millis.store(millicores, Ordering::Relaxed);
+        if let Some(m) = &self.usage.meter {
+            m.set_cpu(millicores);
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! What the streaming endpoints use: [`Kubelet::container_logs`] and [`Kubelet::exec`].
 
 #[cfg(test)]
-mod clock_tests;
+pub(crate) mod clock_tests;
 mod env;
 mod host;
 pub(crate) mod network;
@@ -114,10 +114,22 @@ pub(crate) fn start(
         host_ip.to_string(),
         k.nodes.len() == 1,
         k.clock.clone(),
+        n.meter.clone(),
     ));
     let node = n.clone();
     let host_paths: HostPaths = Arc::new(move |path: &str| node.host_path(path));
-    tokio::spawn(pod::run(k.clone(), h.clone(), host_paths));
+    let (namespace, name) = (h.namespace(), h.name());
+    n.meter.add_pod(
+        &namespace,
+        &name,
+        &h.pod.metadata.uid.clone().unwrap_or_default(),
+    );
+    let (k2, h2) = (k.clone(), h.clone());
+    tokio::spawn(async move {
+        let meter = h2.meter.clone();
+        pod::run(k2, h2, host_paths).await;
+        meter.remove_pod(&namespace, &name);
+    });
     h
 }
 

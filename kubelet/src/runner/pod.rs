@@ -25,6 +25,7 @@ use super::state::{Exit, Kind, PodRun, State};
 use super::volumes::{self, PodVolumes};
 use super::{env, Backoff};
 use crate::logs::LogHandle;
+use crate::stats::{ContainerKey, ContainerSpec, NodeMeter};
 use crate::Kubelet;
 
 /// Run IDs, for the listeners each run opens.
@@ -64,6 +65,8 @@ pub(crate) struct PodHandle {
     pub adopted: std::sync::atomic::AtomicBool,
     /// The kubelet's clock.
     pub clock: Clock,
+    /// The account of the node's usage its containers are kept in.
+    pub meter: Arc<NodeMeter>,
 }
 
 impl std::fmt::Debug for PodHandle {
@@ -85,6 +88,7 @@ impl PodHandle {
         host_ip: String,
         events: bool,
         clock: Clock,
+        meter: Arc<NodeMeter>,
     ) -> Self {
         let grace = pod
             .spec
@@ -107,6 +111,7 @@ impl PodHandle {
             events,
             adopted: Default::default(),
             clock,
+            meter,
         }
     }
 
@@ -512,11 +517,31 @@ pub(crate) fn go_seconds(d: Duration) -> String {
     }
 }
 
+/// A quantity of a container's `resources.limits` (`limits`) or `resources.requests`.
+fn resource(c: &Container, limits: bool, name: &str) -> Option<tinykube_proto::quantity::Quantity> {
+    let r = c.resources.as_ref()?;
+    let list = if limits { &r.limits } else { &r.requests };
+    tinykube_proto::quantity::Quantity::parse(&list.as_ref()?.get(name)?.0).ok()
+}
+
 /// The memory limit of a container in bytes.
 fn memory_limit(c: &Container) -> Option<u64> {
-    let q = c.resources.as_ref()?.limits.as_ref()?.get("memory")?;
-    let q = tinykube_proto::quantity::Quantity::parse(&q.0).ok()?;
-    Some(q.value().max(0) as u64)
+    Some(resource(c, true, "memory")?.value().max(0) as u64)
+}
+
+/// What the node's account needs to know of a container starting as `id`.
+fn meter_spec(h: &PodHandle, c: &Container, kind: Kind, id: &str) -> ContainerSpec {
+    // A request defaults to the limit when only the limit is given (as the API server does).
+    let request = resource(c, false, "cpu").or_else(|| resource(c, true, "cpu"));
+    ContainerSpec {
+        id: id.to_string(),
+        image: c.image.clone().unwrap_or_default(),
+        cpu_request_milli: request.map_or(0, |q| q.milli_value()),
+        cpu_limit_milli: resource(c, true, "cpu").map(|q| q.milli_value()),
+        memory_limit: memory_limit(c),
+        init: kind != Kind::App,
+        qos: crate::stats::qos_class(&h.pod).to_string(),
+    }
 }
 
 /// Create, start and watch one run of a container until it ends.
@@ -586,7 +611,16 @@ async fn run_once(
         .await;
     }
     let signals = Arc::new(Signals::default());
-    let usage = Arc::new(Usage::default());
+    let key = ContainerKey {
+        namespace: h.namespace(),
+        pod: h.name(),
+        container: name.clone(),
+    };
+    let meter = h.meter.start(key, meter_spec(h, c, kind, &id));
+    let usage = Arc::new(Usage {
+        meter: Some(meter.clone()),
+        ..Usage::default()
+    });
     let logs = h.logs_of(&name);
     // A container with `stdin: true` reads what `kubectl attach` types.
     let stdin = c.stdin.unwrap_or(false).then(|| {
@@ -650,7 +684,7 @@ async fn run_once(
             break terminate(&h.clock, &signals, &mut process, grace).await;
         }
         let mem_changed = usage.changed.notified();
-        if limit.is_some_and(|l| usage.memory.load(Ordering::Relaxed) > l) {
+        if limit.is_some_and(|l| meter.working_set() > l) {
             process.abort();
             oom = true;
             break tinykube_runtime::EXIT_KILLED;
@@ -695,6 +729,7 @@ async fn run_once(
         }
     };
     probe_task.abort();
+    meter.end();
     place.listeners.close(run_id);
     lock(&h.live).remove(&name);
     lock(&h.stdin).remove(&name);

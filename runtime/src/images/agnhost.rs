@@ -142,13 +142,13 @@ pub(super) fn since(now: SystemTime, started: SystemTime) -> Duration {
 /// start, then 500.
 pub fn liveness<'a>(
     _argv: &'a [String],
-    _c: &'a Container,
+    c: &'a Container,
     _fs: Fs,
     host: &'a mut dyn Host,
 ) -> BoxFuture<'a, i32> {
     Box::pin(async move {
         let started = host.now();
-        host.listen(8080, Arc::new(Liveness { started }));
+        super::listen(host, c, 8080, Arc::new(Liveness { started }));
         generic::until_term(host).await;
         EXIT_TERMINATED
     })
@@ -216,7 +216,7 @@ pub fn serve_hostname<'a>(
             log: host.log_sink(),
             http,
         });
-        host.listen(port as u16, server);
+        super::listen(host, c, port as u16, server);
         go_log(host, &format!("Serving on port {port}."));
         generic::until_term(host).await;
         go_log(host, "Shutting down after receiving signal: terminated.");
@@ -260,7 +260,7 @@ pub fn pause<'a>(
 /// HTTP `--http-port` (8080).
 pub fn grpc_health_checking<'a>(
     argv: &'a [String],
-    _c: &'a Container,
+    c: &'a Container,
     _fs: Fs,
     host: &'a mut dyn Host,
 ) -> BoxFuture<'a, i32> {
@@ -282,9 +282,14 @@ pub fn grpc_health_checking<'a>(
             host,
             &format!("Http server starting to listen on :{http_port}"),
         );
-        host.listen(http_port as u16, Arc::new(HealthHttp(health.clone())));
+        super::listen(
+            host,
+            c,
+            http_port as u16,
+            Arc::new(HealthHttp(health.clone())),
+        );
         go_log(host, &format!("gRPC server starting to listen on :{port}"));
-        host.listen(port as u16, health.clone());
+        super::listen(host, c, port as u16, health.clone());
         if delay >= 0 {
             let d = Duration::from_secs(delay as u64);
             if host.wait_signal(Some(d)).await == Some(Signal::Term) {
@@ -340,7 +345,7 @@ impl Server for HealthHttp {
 /// `test-webserver`: the container's files over HTTP on `--port` (80).
 pub fn test_webserver<'a>(
     argv: &'a [String],
-    _c: &'a Container,
+    c: &'a Container,
     fs: Fs,
     host: &'a mut dyn Host,
 ) -> BoxFuture<'a, i32> {
@@ -348,7 +353,7 @@ pub fn test_webserver<'a>(
         let Some(port) = int_flag(argv, "port", 80) else {
             return bad_flag(host, "port");
         };
-        host.listen(port as u16, Arc::new(FileServer(fs)));
+        super::listen(host, c, port as u16, Arc::new(FileServer(fs)));
         generic::until_term(host).await;
         EXIT_TERMINATED
     })
@@ -413,7 +418,7 @@ pub fn porter<'a>(
                     value: v.clone(),
                     json,
                 };
-                host.listen(port, Arc::new(server));
+                super::listen(host, c, port, Arc::new(server));
             }
         }
         generic::until_term(host).await;

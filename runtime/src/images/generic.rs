@@ -56,12 +56,12 @@ pub fn pause<'a>(
 /// `/goproxy`: an HTTP proxy on 8080.
 pub fn goproxy<'a>(
     _argv: &'a [String],
-    _c: &'a Container,
+    c: &'a Container,
     _fs: Fs,
     host: &'a mut dyn Host,
 ) -> BoxFuture<'a, i32> {
     Box::pin(async move {
-        host.listen(8080, Arc::new(GoProxy));
+        super::listen(host, c, 8080, Arc::new(GoProxy));
         until_term(host).await;
         EXIT_TERMINATED
     })
@@ -88,7 +88,7 @@ impl Server for GoProxy {
 pub async fn serve_ports(c: &Container, host: &mut dyn Host) -> i32 {
     let server = Arc::new(AnyRequest);
     for &p in &c.ports {
-        host.listen(p, server.clone());
+        super::listen(host, c, p, server.clone());
     }
     until_term(host).await;
     0

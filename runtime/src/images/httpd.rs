@@ -129,7 +129,7 @@ pub fn httpd<'a>(
             log: host.log_sink(),
         });
         for p in ports {
-            host.listen(p, server.clone());
+            super::listen(host, c, p, server.clone());
         }
         while host.wait_signal(None).await != Some(Signal::Term) {}
         notice(

@@ -25,7 +25,28 @@
 //! | `perl` | – / `perl -de0` | `perl -Mbignum=bpi -wle 'print bpi(N)'` prints π to N digits (the docs' pi Job); other programs exit 2 (`perl.rs`) |
 //! | `polinux/stress` | – / `stress` | `stress --vm/--vm-bytes/--cpu/--timeout` sets memory and CPU (`stress.rs`) |
 //! | `vish/stress` | `/stress -logtostderr` / – | `-cpus`, `-mem-total`, `-mem-alloc-size`, `-mem-alloc-sleep` |
+//! | `hpa-example` (HPA walkthrough) | `docker-php-entrypoint` / `apache2-foreground` | php-apache on 80: `GET /` answers `OK!` for ~7 ms of CPU (`php_apache.rs`) |
 //! | anything else | unknown | without a command: answers HTTP 200 on each declared port until SIGTERM, exits 0 |
+//!
+//! Each row also says what a container of the image uses ([`Footprint`]): its idle CPU and
+//! memory (the kubelet adds a small deterministic jitter per container and what the process
+//! asks for with `set_cpu`/`set_memory`), and the CPU time one HTTP request costs its
+//! servers (charged through [`crate::Host::cpu_sink`] by [`listen`]):
+//!
+//! | Image | Idle CPU | Idle memory | CPU per request |
+//! |---|---|---|---|
+//! | `busybox`, `alpine` | 0.1 m | 380 / 420 KiB | – |
+//! | `ubuntu`, `debian`, `centos`, `fedora` | 0.1 m | 1.1 MiB | – |
+//! | `nginx`, `nginx-slim` | 0.2 m | 3.4 / 2.1 MiB | 0.25 ms |
+//! | `httpd` | 1 m | 6.8 MiB | 0.4 ms |
+//! | `agnhost` | 0.5 m | 7.5 MiB | 0.3 ms |
+//! | `liveness`, `goproxy` | 0.3 m | 3.2 / 4.1 MiB | 0.2 ms |
+//! | `pause` | 0 m | 240 KiB | – |
+//! | `perl` | 0.1 m | 2.6 MiB | – |
+//! | `polinux/stress` | 0 m | 5.3 MiB (the docs' 150M run shows 162856960 bytes) | – |
+//! | `vish/stress` | 0 m | 1.9 MiB | – |
+//! | `hpa-example` | 1 m | 10 MiB | 7 ms |
+//! | anything else | 0.5 m | 2 MiB | 0.3 ms |
 //!
 //! A program ended by SIGTERM exits as the real one does: 0 for those that handle it (nginx,
 //! httpd, pause), 143 for those that do not (Go servers, stress); agnhost's `pause` exits 2
@@ -42,6 +63,7 @@ mod httpd;
 mod netexec;
 mod nginx;
 mod perl;
+mod php_apache;
 mod rootfs;
 mod stress;
 mod util;
@@ -51,8 +73,12 @@ mod testing;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
 use crate::fs::Node;
-use crate::{shell, BoxFuture, Container, Fs, Host};
+use crate::net::{HttpRequest, HttpResponse, Server};
+use crate::{shell, BoxFuture, Container, CpuSink, Fs, Host};
 use rootfs::Base;
 
 /// A program of an image: runs `argv` (argv\[0\] the program) in the container.
@@ -84,6 +110,32 @@ pub fn parse_reference(image: &str) -> Reference<'_> {
     Reference { repo, tag }
 }
 
+/// What a container of an image uses by itself: the figures the kubelet's usage model starts
+/// from (see the table above).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Footprint {
+    /// CPU the process burns with nothing to do, in millicores.
+    pub idle_millicores: f64,
+    /// Memory it holds with nothing to do (binary, libraries, heap), in bytes.
+    pub idle_memory: u64,
+    /// CPU time one HTTP request costs a server of the image.
+    pub request_cpu: Duration,
+}
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+
+const fn footprint(idle_millicores: f64, idle_memory: u64, request_micros: u64) -> Footprint {
+    Footprint {
+        idle_millicores,
+        idle_memory,
+        request_cpu: Duration::from_micros(request_micros),
+    }
+}
+
+/// The footprint of an image the table does not know (a small server).
+pub const DEFAULT_FOOTPRINT: Footprint = footprint(0.5, 2 * MIB, 300);
+
 /// One row of the table.
 pub struct Image {
     /// Repositories that are this image.
@@ -94,6 +146,8 @@ pub struct Image {
     pub programs: &'static [(&'static str, Builtin)],
     /// Its root tree, for a reference (whose tag may pick a release).
     pub root: fn(&Reference) -> Node,
+    /// What its containers use by themselves.
+    pub footprint: Footprint,
 }
 
 /// The table. Repositories are matched exactly, after [`parse_reference`].
@@ -104,6 +158,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &["sh"],
         programs: &[],
         root: |r| rootfs::base(Base::Busybox, r.tag).build(),
+        footprint: footprint(0.1, 380 * KIB, 100),
     },
     Image {
         repos: &["alpine"],
@@ -111,6 +166,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &["/bin/sh"],
         programs: &[],
         root: |r| rootfs::base(Base::Alpine, r.tag).build(),
+        footprint: footprint(0.1, 420 * KIB, 100),
     },
     Image {
         repos: &["ubuntu"],
@@ -118,6 +174,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &["/bin/bash"],
         programs: &[],
         root: |r| rootfs::base(Base::Ubuntu, r.tag).build(),
+        footprint: footprint(0.1, 1126 * KIB, 100),
     },
     Image {
         repos: &["debian"],
@@ -125,6 +182,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &["bash"],
         programs: &[],
         root: |r| rootfs::base(Base::Debian, r.tag).build(),
+        footprint: footprint(0.1, 1126 * KIB, 100),
     },
     Image {
         repos: &["centos", "centos/centos"],
@@ -132,6 +190,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &["/bin/bash"],
         programs: &[],
         root: |r| rootfs::base(Base::Centos, r.tag).build(),
+        footprint: footprint(0.1, 1126 * KIB, 100),
     },
     Image {
         repos: &["fedora"],
@@ -139,6 +198,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &["/bin/bash"],
         programs: &[],
         root: |r| rootfs::base(Base::Fedora, r.tag).build(),
+        footprint: footprint(0.1, 1126 * KIB, 100),
     },
     Image {
         repos: &["nginx"],
@@ -149,6 +209,7 @@ pub static IMAGES: &[Image] = &[
             ("nginx", nginx::nginx),
         ],
         root: nginx::root,
+        footprint: footprint(0.2, 3482 * KIB, 250),
     },
     Image {
         repos: &["nginx-slim", "google_containers/nginx-slim"],
@@ -156,6 +217,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &["nginx", "-g", "daemon off;"],
         programs: &[("nginx", nginx::nginx)],
         root: nginx::slim_root,
+        footprint: footprint(0.2, 2150 * KIB, 250),
     },
     Image {
         repos: &["httpd"],
@@ -163,6 +225,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &["httpd-foreground"],
         programs: &[("httpd-foreground", httpd::httpd), ("httpd", httpd::httpd)],
         root: httpd::root,
+        footprint: footprint(1.0, 6963 * KIB, 400),
     },
     Image {
         repos: &[
@@ -177,6 +240,7 @@ pub static IMAGES: &[Image] = &[
             ("agnhost-2", agnhost::agnhost),
         ],
         root: agnhost::root,
+        footprint: footprint(0.5, 7680 * KIB, 300),
     },
     Image {
         repos: &["liveness", "google_containers/liveness"],
@@ -184,6 +248,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &[],
         programs: &[("server", agnhost::liveness)],
         root: agnhost::liveness_root,
+        footprint: footprint(0.3, 3277 * KIB, 200),
     },
     Image {
         repos: &["goproxy", "google_containers/goproxy"],
@@ -191,6 +256,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &[],
         programs: &[("goproxy", generic::goproxy)],
         root: generic::goproxy_root,
+        footprint: footprint(0.3, 4198 * KIB, 200),
     },
     Image {
         repos: &[
@@ -203,6 +269,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &[],
         programs: &[("pause", generic::pause)],
         root: generic::pause_root,
+        footprint: footprint(0.0, 240 * KIB, 100),
     },
     Image {
         repos: &["perl"],
@@ -210,6 +277,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &["perl", "-de0"],
         programs: &[("perl", perl::perl)],
         root: perl::root,
+        footprint: footprint(0.1, 2662 * KIB, 100),
     },
     Image {
         repos: &["polinux/stress"],
@@ -217,6 +285,7 @@ pub static IMAGES: &[Image] = &[
         cmd: &["stress"],
         programs: &[("stress", stress::stress)],
         root: stress::polinux_root,
+        footprint: footprint(0.0, STRESS_IDLE_MEMORY, 100),
     },
     Image {
         repos: &["vish/stress"],
@@ -224,13 +293,71 @@ pub static IMAGES: &[Image] = &[
         cmd: &[],
         programs: &[("stress", stress::vish)],
         root: stress::vish_root,
+        footprint: footprint(0.0, 1946 * KIB, 100),
+    },
+    Image {
+        repos: &["hpa-example", "google_containers/hpa-example"],
+        entrypoint: &["docker-php-entrypoint"],
+        cmd: &["apache2-foreground"],
+        programs: &[
+            ("docker-php-entrypoint", php_apache::entrypoint),
+            ("apache2-foreground", php_apache::apache2),
+        ],
+        root: php_apache::root,
+        footprint: footprint(1.0, 10 * MIB, PHP_REQUEST_MICROS),
     },
 ];
+
+/// `polinux/stress` besides what its `--vm` workers hold: the docs' "Assign Memory Resources"
+/// shows 162856960 bytes for `--vm 1 --vm-bytes 150M`, that is 150 MiB and 5570560 bytes.
+const STRESS_IDLE_MEMORY: u64 = 162_856_960 - 150 * MIB;
+
+/// What one `GET /` of php-apache costs (its million `sqrt`), calibrated on the HPA
+/// walkthrough: its load generator (`while sleep 0.01; do wget -q -O- http://php-apache;
+/// done`) sends about 100 requests a second, that is 0.7 core of demand; one pod (requests
+/// 200m, limits 500m) is throttled at its limit, ~250 % of its request; the HPA at 50 % then
+/// goes to 5 pods (140m each, 70 %), then 7 (100m each, 50 %), where the docs' run settles.
+const PHP_REQUEST_MICROS: u64 = 7_000;
 
 /// The table's row for `image`.
 pub fn lookup(image: &str) -> Option<&'static Image> {
     let r = parse_reference(image);
     IMAGES.iter().find(|i| i.repos.contains(&r.repo))
+}
+
+/// What a container of `image` uses by itself.
+pub fn footprint_of(image: &str) -> Footprint {
+    lookup(image).map_or(DEFAULT_FOOTPRINT, |row| row.footprint)
+}
+
+/// Start `server` on `port` for a container of `c`'s image, charging each request it answers
+/// its image's [`Footprint::request_cpu`] through the host's CPU sink.
+pub(crate) fn listen(host: &mut dyn Host, c: &Container, port: u16, server: Arc<dyn Server>) {
+    let metered = Metered {
+        inner: server,
+        cost: footprint_of(&c.image).request_cpu,
+        cpu: host.cpu_sink(),
+    };
+    host.listen(port, Arc::new(metered));
+}
+
+/// A server whose answers cost CPU.
+struct Metered {
+    inner: Arc<dyn Server>,
+    cost: Duration,
+    cpu: CpuSink,
+}
+
+impl Server for Metered {
+    fn http(&self, req: &HttpRequest, now: SystemTime) -> HttpResponse {
+        (self.cpu)(self.cost);
+        self.inner.http(req, now)
+    }
+
+    fn grpc_health(&self, service: &str) -> Option<bool> {
+        (self.cpu)(self.cost);
+        self.inner.grpc_health(service)
+    }
 }
 
 /// The program `program` (a path's basename, or a full path) of `image`, if the image has one

@@ -32,7 +32,7 @@ pub fn netexec<'a>(
             network: host.network(),
             client_port: AtomicU32::new(40000),
         };
-        host.listen(port as u16, Arc::new(server));
+        super::listen(host, c, port as u16, Arc::new(server));
         go_log(host, &format!("Started HTTP server on port {port}"));
         generic::until_term(host).await;
         EXIT_TERMINATED

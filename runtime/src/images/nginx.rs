@@ -281,7 +281,7 @@ pub fn nginx<'a>(
             connections: AtomicU64::new(0),
         });
         for p in ports {
-            host.listen(p, server.clone());
+            super::listen(host, c, p, server.clone());
         }
         while host.wait_signal(None).await != Some(Signal::Term) {}
         notice(host, 1, "signal 3 (SIGQUIT) received, shutting down");

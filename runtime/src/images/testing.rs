@@ -1,13 +1,13 @@
 //! A fake [`Host`] for the image tests: a virtual clock that sleeping and waiting advance at
 //! once, signals queued at virtual times, and everything the process did recorded (output,
-//! listened servers, memory and CPU figures).
+//! listened servers, memory and CPU figures, CPU work charged).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use crate::net::{HttpRequest, HttpResponse, NetError, Network, Resolved, Server};
-use crate::{BoxFuture, Container, Fs, Host, LogSink, Signal, Stream};
+use crate::{BoxFuture, Container, CpuSink, Fs, Host, LogSink, Signal, Stream};
 
 /// 2026-11-25T00:36:22Z.
 pub const T0: u64 = 1_795_566_982;
@@ -27,6 +27,8 @@ pub struct FakeHost {
     /// Every `set_memory`, with the offset from [`t0`] it came at.
     pub memory: Vec<(Duration, u64)>,
     pub cpu: u64,
+    /// CPU work servers charged (`cpu_sink`), in total.
+    pub charged: Arc<Mutex<Duration>>,
 }
 
 impl FakeHost {
@@ -38,6 +40,7 @@ impl FakeHost {
             servers: BTreeMap::new(),
             memory: Vec::new(),
             cpu: 0,
+            charged: Arc::default(),
         }
     }
 
@@ -145,6 +148,11 @@ impl Host for FakeHost {
     fn log_sink(&self) -> LogSink {
         let out = self.output.clone();
         Arc::new(move |s, t| out.lock().unwrap().push((s, t.to_string())))
+    }
+
+    fn cpu_sink(&self) -> CpuSink {
+        let charged = self.charged.clone();
+        Arc::new(move |work| *charged.lock().unwrap() += work)
     }
 
     fn network(&self) -> Arc<dyn Network> {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::sys::{Sys, Waited};
-use crate::{BoxFuture, Container, Fs, Host, LogSink, Network, Server, Signal, Stream};
+use crate::{BoxFuture, Container, CpuSink, Fs, Host, LogSink, Network, Server, Signal, Stream};
 
 /// Where a stream's writes go.
 #[derive(Clone)]
@@ -211,6 +211,10 @@ impl Host for Proc {
 
     fn log_sink(&self) -> LogSink {
         self.sys.log_sink()
+    }
+
+    fn cpu_sink(&self) -> CpuSink {
+        self.sys.cpu_sink()
     }
 
     fn network(&self) -> Arc<dyn Network> {

@@ -39,7 +39,7 @@ pub fn exec_argv<'a>(
     let argv = argv.to_vec();
     let c = Arc::new(c.clone());
     Box::pin(async move {
-        let sys = Sys::new(host.network(), host.log_sink(), host.now());
+        let sys = Sys::new(host.network(), host.log_sink(), host.cpu_sink(), host.now());
         let mut sh = Shell::new(c, fs, sys.clone());
         let main: BoxFuture<'static, i32> = Box::pin(async move {
             let io = Io::host();

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::{Duration, SystemTime};
 
-use crate::{BoxFuture, Host, LogSink, Network, Server, Signal, Stream};
+use crate::{BoxFuture, CpuSink, Host, LogSink, Network, Server, Signal, Stream};
 
 /// A process's handle on the shared session.
 #[derive(Clone)]
@@ -44,6 +44,7 @@ struct State {
     cpu: Option<u64>,
     network: Arc<dyn Network>,
     log_sink: LogSink,
+    cpu_sink: CpuSink,
 }
 
 /// Why a [`Sys::wait`] ended.
@@ -58,7 +59,12 @@ pub(super) enum Waited {
 }
 
 impl Sys {
-    pub fn new(network: Arc<dyn Network>, log_sink: LogSink, now: SystemTime) -> Sys {
+    pub fn new(
+        network: Arc<dyn Network>,
+        log_sink: LogSink,
+        cpu_sink: CpuSink,
+        now: SystemTime,
+    ) -> Sys {
         Sys(Arc::new(Mutex::new(State {
             out: Vec::new(),
             now,
@@ -79,6 +85,7 @@ impl Sys {
             cpu: None,
             network,
             log_sink,
+            cpu_sink,
         })))
     }
 
@@ -96,6 +103,10 @@ impl Sys {
 
     pub fn log_sink(&self) -> LogSink {
         self.lock().log_sink.clone()
+    }
+
+    pub fn cpu_sink(&self) -> CpuSink {
+        self.lock().cpu_sink.clone()
     }
 
     pub fn write(&self, stream: Stream, text: &str) {

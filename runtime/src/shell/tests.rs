@@ -10,8 +10,8 @@ use futures::FutureExt;
 use crate::fs::Node;
 use crate::net::Resolved;
 use crate::{
-    BoxFuture, Container, Fs, Host, HttpRequest, HttpResponse, LogSink, NetError, Network, Server,
-    Signal, Stream, Volume,
+    BoxFuture, Container, CpuSink, Fs, Host, HttpRequest, HttpResponse, LogSink, NetError, Network,
+    Server, Signal, Stream, Volume,
 };
 
 /// Virtual seconds since the start, shared with the network (a Service that appears later).
@@ -172,6 +172,9 @@ impl Host for FakeHost {
     fn log_sink(&self) -> LogSink {
         let out = self.out.clone();
         Arc::new(move |_, text: &str| out.lock().unwrap().stdout.push_str(text))
+    }
+    fn cpu_sink(&self) -> CpuSink {
+        Arc::new(|_| {})
     }
     fn network(&self) -> Arc<dyn Network> {
         self.net.clone()
