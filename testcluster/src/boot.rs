@@ -226,6 +226,7 @@ fn kubelet_config(
         serve_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         cluster_dns: "10.96.0.10".into(),
         cluster_domain: "cluster.local".into(),
+        seed: b.seed.unwrap_or(0),
         clock: clock.clone(),
     })
 }

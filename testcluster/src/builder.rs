@@ -145,8 +145,8 @@ impl Builder {
         self
     }
 
-    /// The scheduler's `--seed`: ties between equally scored nodes broken the same way on
-    /// every run.
+    /// The scheduler's and the kubelets' `--seed`: ties between equally scored nodes broken
+    /// the same way on every run, and the same idle usage figures of the containers.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
