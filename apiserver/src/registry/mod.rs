@@ -7,6 +7,7 @@ mod admissionregistration;
 pub mod apiextensions;
 mod apps;
 mod apps_status;
+pub mod autoscaling;
 pub mod batch;
 pub mod cel;
 mod cluster;
@@ -168,6 +169,7 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("batch", "Job") => &batch::JobStrategy,
         ("batch", "CronJob") => &batch::CronJobStrategy,
         ("policy", "PodDisruptionBudget") => &policy::PdbStrategy,
+        ("autoscaling", "HorizontalPodAutoscaler") => &autoscaling::HpaStrategy,
         ("scheduling.k8s.io", "PriorityClass") => &scheduling::PriorityClassStrategy,
         ("node.k8s.io", "RuntimeClass") => &node::RuntimeClassStrategy,
         ("", "Event") => &events::EventStrategy { strict: false },
