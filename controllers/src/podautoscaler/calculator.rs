@@ -153,6 +153,7 @@ impl Calculator {
 
     /// Replicas for a utilization target (percent of the pods' requests), as upstream's
     /// GetResourceReplicas. `container` narrows usage and requests to one container.
+    #[allow(clippy::too_many_arguments)]
     pub fn resource_replicas(
         &self,
         current: i32,

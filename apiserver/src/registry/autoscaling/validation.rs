@@ -28,7 +28,7 @@ fn int(v: Option<&Value>) -> Option<i64> {
     v.and_then(Value::as_i64)
 }
 
-fn text<'a>(v: Option<&'a Value>) -> &'a str {
+fn text(v: Option<&Value>) -> &str {
     v.and_then(Value::as_str).unwrap_or("")
 }
 
