@@ -110,6 +110,8 @@ ROOTS = {
     "coordination.k8s.io/v1/Lease": "api/coordination/v1/Lease", "events.k8s.io/v1/Event": "api/events/v1/Event",
     "policy/v1/PodDisruptionBudget": "api/policy/v1/PodDisruptionBudget", "policy/v1/Eviction": "api/policy/v1/Eviction",
     "scheduling.k8s.io/v1/PriorityClass": "api/scheduling/v1/PriorityClass", "autoscaling/v1/Scale": "api/autoscaling/v1/Scale",
+    "autoscaling/v1/HorizontalPodAutoscaler": "api/autoscaling/v1/HorizontalPodAutoscaler",
+    "autoscaling/v2/HorizontalPodAutoscaler": "api/autoscaling/v2/HorizontalPodAutoscaler",
     "meta.k8s.io/v1/DeleteOptions": "apimachinery/pkg/apis/meta/v1/DeleteOptions",
     "v1/DeleteOptions": "apimachinery/pkg/apis/meta/v1/DeleteOptions",
     "v1/Secret": "api/core/v1/Secret", "v1/ServiceAccount": "api/core/v1/ServiceAccount",

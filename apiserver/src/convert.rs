@@ -19,6 +19,11 @@ fn is_events_v1(info: &ResourceInfo) -> bool {
     info.group == "events.k8s.io"
 }
 
+/// autoscaling/v1 HorizontalPodAutoscalers: the stored v2 objects through the older schema.
+fn is_hpa_v1(info: &ResourceInfo) -> bool {
+    info.group == "autoscaling" && info.version == "v1" && info.kind == "HorizontalPodAutoscaler"
+}
+
 fn rename(obj: Value, from_core: bool) -> Value {
     let Value::Object(map) = obj else {
         return obj;
@@ -67,6 +72,8 @@ pub fn outgoing(info: &ResourceInfo, obj: Value) -> Value {
             }
         }
         o
+    } else if is_hpa_v1(info) {
+        crate::registry::autoscaling::v1::to_v1(obj)
     } else {
         obj
     };
@@ -121,6 +128,8 @@ pub fn incoming(info: &ResourceInfo, obj: Value) -> Value {
             m.insert("apiVersion".into(), "v1".into());
         }
         o
+    } else if is_hpa_v1(info) {
+        crate::registry::autoscaling::v1::from_v1(obj)
     } else {
         obj
     }

@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
 };
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
@@ -115,6 +116,7 @@ pub struct Context {
     pub persistentvolumeclaims: Shared<PersistentVolumeClaim>,
     pub persistentvolumes: Shared<PersistentVolume>,
     pub storageclasses: Shared<StorageClass>,
+    pub horizontalpodautoscalers: Shared<HorizontalPodAutoscaler>,
     /// Host name for event sources.
     pub host: String,
     recorders: Mutex<HashMap<String, Arc<EventRecorder>>>,
@@ -143,6 +145,9 @@ pub struct Options {
     /// The first delay before a Job replaces a failed pod, doubled per failure up to 6
     /// minutes (upstream's fixed 10 s; tinykube's `--job-pod-failure-backoff`, for tests).
     pub job_pod_failure_backoff: std::time::Duration,
+    /// The horizontal pod autoscaler's flags (sync period, downscale stabilization,
+    /// tolerance, CPU initialization period, initial readiness delay).
+    pub hpa: crate::podautoscaler::Settings,
 }
 
 impl Default for Options {
@@ -159,6 +164,7 @@ impl Default for Options {
             root_ca_file: None,
             concurrent_job_syncs: 5,
             job_pod_failure_backoff: std::time::Duration::from_secs(10),
+            hpa: crate::podautoscaler::Settings::default(),
         }
     }
 }
@@ -188,6 +194,7 @@ impl Context {
             persistentvolumeclaims: Shared::new(&client),
             persistentvolumes: Shared::new(&client),
             storageclasses: Shared::new(&client),
+            horizontalpodautoscalers: Shared::new(&client),
             client,
             clock,
             host,
@@ -243,6 +250,7 @@ impl Context {
             self.persistentvolumeclaims.take_if_used(),
             self.persistentvolumes.take_if_used(),
             self.storageclasses.take_if_used(),
+            self.horizontalpodautoscalers.take_if_used(),
         ]
         .into_iter()
         .flatten()

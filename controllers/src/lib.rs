@@ -3,7 +3,7 @@
 //! ReplicationController, Job, CronJob, the garbage collectors of owned objects, of pods and of
 //! finished Jobs, namespace lifecycle, node lifecycle, disruption budgets, node TTLs,
 //! ServiceAccounts, quotas, aggregated ClusterRoles, persistent volume binding and
-//! provisioning, volume and claim protection), each a reconcile loop over shared informer
+//! provisioning, volume and claim protection, horizontal pod autoscaling), each a reconcile loop over shared informer
 //! caches with a rate-limited work queue keyed by object.
 //!
 //! One entry, [`run`]. It campaigns for the `kube-controller-manager` Lease when asked to,
@@ -28,6 +28,7 @@ pub mod nodelifecycle;
 pub mod owned;
 pub mod persistentvolume;
 pub mod podaddress;
+pub mod podautoscaler;
 pub mod podgc;
 pub mod pvcprotection;
 pub mod pvprotection;

@@ -23,8 +23,8 @@ struct Flags {
     master: Option<String>,
     /// Controllers to run: '*' enables all, 'foo' enables foo, '-foo' disables foo. Known:
     /// endpoint, endpointslice, replicaset, deployment, daemonset, garbagecollector, namespace,
-    /// nodelifecycle, disruption, ttl, podgc, serviceaccount, root-ca-cert-publisher,
-    /// resourcequota, clusterrole-aggregation.
+    /// nodelifecycle, horizontalpodautoscaling, disruption, ttl, podgc, serviceaccount,
+    /// root-ca-cert-publisher, resourcequota, clusterrole-aggregation.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Campaign for leadership on the kube-controller-manager Lease and run only while leading.
@@ -79,6 +79,23 @@ struct Flags {
     /// per failure up to 6 minutes); upstream's is a fixed 10s.
     #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "10s")]
     job_pod_failure_backoff: Duration,
+    /// How often each HorizontalPodAutoscaler is synced (metrics read, replicas computed).
+    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "15s")]
+    horizontal_pod_autoscaler_sync_period: Duration,
+    /// How far back the autoscaler looks for a higher recommendation before scaling down.
+    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "5m0s")]
+    horizontal_pod_autoscaler_downscale_stabilization: Duration,
+    /// The minimum change (from 1.0) in the desired-to-actual metrics ratio for the
+    /// autoscaler to act.
+    #[arg(long, default_value_t = 0.1)]
+    horizontal_pod_autoscaler_tolerance: f64,
+    /// After a pod starts, how long its CPU samples are trusted only once it was ready for a
+    /// whole sample window.
+    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "5m0s")]
+    horizontal_pod_autoscaler_cpu_initialization_period: Duration,
+    /// After a pod starts, how long a readiness change still counts as its initial one.
+    #[arg(long, value_parser = tinykube_cli::go_duration, default_value = "30s")]
+    horizontal_pod_autoscaler_initial_readiness_delay: Duration,
     /// Garbage collector workers.
     #[arg(long, default_value_t = 20)]
     concurrent_gc_syncs: usize,
@@ -136,6 +153,17 @@ async fn main() {
             root_ca_file: flags.root_ca_file,
             concurrent_job_syncs: flags.concurrent_job_syncs,
             job_pod_failure_backoff: flags.job_pod_failure_backoff,
+            hpa: tinykube_controllers::podautoscaler::Settings {
+                sync_period: flags.horizontal_pod_autoscaler_sync_period,
+                downscale_stabilization: flags.horizontal_pod_autoscaler_downscale_stabilization,
+                calculator: tinykube_controllers::podautoscaler::calculator::Calculator {
+                    tolerance: flags.horizontal_pod_autoscaler_tolerance,
+                    cpu_initialization_period: flags
+                        .horizontal_pod_autoscaler_cpu_initialization_period,
+                    initial_readiness_delay: flags
+                        .horizontal_pod_autoscaler_initial_readiness_delay,
+                },
+            },
         },
         clock: tinykube_clock::Clock::real(),
     };

@@ -72,6 +72,10 @@ pub const CONTROLLERS: &[Entry] = &[
         start: Some(crate::nodelifecycle::start),
     },
     Entry {
+        name: "horizontalpodautoscaling",
+        start: Some(crate::podautoscaler::start),
+    },
+    Entry {
         name: "disruption",
         start: Some(crate::disruption::start),
     },

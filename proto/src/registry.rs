@@ -533,6 +533,37 @@ pub static RESOURCES: &[ResourceInfo] = &[
         custom: None,
     },
     ResourceInfo {
+        group: "autoscaling",
+        version: "v2",
+        kind: "HorizontalPodAutoscaler",
+        list_kind: "HorizontalPodAutoscalerList",
+        plural: "horizontalpodautoscalers",
+        singular: "horizontalpodautoscaler",
+        short_names: &["hpa"],
+        categories: &["all"],
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[status("HorizontalPodAutoscaler")],
+        has_generation: false,
+        custom: None,
+    },
+    // The same stored objects through the older schema (see `storage_group`).
+    ResourceInfo {
+        group: "autoscaling",
+        version: "v1",
+        kind: "HorizontalPodAutoscaler",
+        list_kind: "HorizontalPodAutoscalerList",
+        plural: "horizontalpodautoscalers",
+        singular: "horizontalpodautoscaler",
+        short_names: &["hpa"],
+        categories: &["all"],
+        namespaced: true,
+        verbs: CRUD_VERBS,
+        subresources: &[status("HorizontalPodAutoscaler")],
+        has_generation: false,
+        custom: None,
+    },
+    ResourceInfo {
         group: "batch",
         version: "v1",
         kind: "CronJob",
@@ -844,6 +875,7 @@ pub const GROUPS: &[&str] = &[
     "events.k8s.io",
     "authentication.k8s.io",
     "authorization.k8s.io",
+    "autoscaling",
     "batch",
     "networking.k8s.io",
     "policy",
@@ -914,6 +946,14 @@ mod tests {
         assert_eq!(by_kind("apps", "Deployment").unwrap().plural, "deployments");
         assert!(builtin("apps", "v1", "pods").is_none());
         assert_eq!(versions("apps"), vec!["v1"]);
+        // autoscaling/v2 is preferred; v1 is a view of the same storage.
+        assert_eq!(versions("autoscaling"), vec!["v2", "v1"]);
+        let (v2, v1) = (
+            builtin("autoscaling", "v2", "horizontalpodautoscalers").unwrap(),
+            builtin("autoscaling", "v1", "horizontalpodautoscalers").unwrap(),
+        );
+        assert_eq!(storage_group(v2), storage_group(v1));
+        assert_eq!(by_kind("autoscaling", "HorizontalPodAutoscaler"), Some(v2));
         assert_eq!(
             builtin("apps", "v1", "deployments").unwrap().api_version(),
             "apps/v1"

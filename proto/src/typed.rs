@@ -102,10 +102,33 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
             through::<authentication::SelfSubjectReview>(obj)
         }
         ("autoscaling", "Scale") => through::<k8s_openapi::api::autoscaling::v1::Scale>(obj),
+        ("autoscaling", "HorizontalPodAutoscaler") => {
+            through::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(obj)
+        }
         _ => Err(DecodeError::UnknownKind {
             group: group.to_string(),
             kind: kind.to_string(),
         }),
+    }
+}
+
+/// As [`normalize`], for the schema of one served version: the kinds served in two versions
+/// with different schemas (autoscaling/v1 and v2 HorizontalPodAutoscalers) decode through
+/// the type of the version asked for.
+pub fn normalize_version(
+    group: &str,
+    version: &str,
+    kind: &str,
+    obj: &Value,
+) -> Result<Value, DecodeError> {
+    use k8s_openapi::api::autoscaling::v1 as autoscaling_v1;
+    match (group, version, kind) {
+        ("autoscaling", "v1", "HorizontalPodAutoscaler") => {
+            let typed: autoscaling_v1::HorizontalPodAutoscaler =
+                serde_json::from_value(obj.clone())?;
+            Ok(serde_json::to_value(typed)?)
+        }
+        _ => normalize(group, kind, obj),
     }
 }
 

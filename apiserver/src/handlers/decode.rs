@@ -144,8 +144,9 @@ pub(super) fn admit_body(
                 _ => &[],
             };
             stringify_quantities(&mut raw, extra);
-            let normalized = tinykube_proto::typed::normalize(group, kind, &raw)
-                .map_err(|e| cannot(e.to_string()))?;
+            let normalized =
+                tinykube_proto::typed::normalize_version(group, info.version, kind, &raw)
+                    .map_err(|e| cannot(e.to_string()))?;
             let unknown = tinykube_proto::typed::unknown_fields(&raw, &normalized);
             (normalized, unknown)
         }

@@ -119,6 +119,11 @@ fn schemas_for(group: &str) -> Map<String, Value> {
             add::<networking::Ingress>(&mut gen);
             add::<networking::NetworkPolicy>(&mut gen);
         }
+        "autoscaling" => {
+            use tinykube_proto::api::api::autoscaling::{v1, v2};
+            add::<v2::HorizontalPodAutoscaler>(&mut gen);
+            add::<v1::HorizontalPodAutoscaler>(&mut gen);
+        }
         "policy" => {
             add::<policy::PodDisruptionBudget>(&mut gen);
             add::<policy::Eviction>(&mut gen);

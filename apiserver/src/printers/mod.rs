@@ -4,6 +4,7 @@
 
 mod admission;
 mod apiregistration;
+mod autoscaling;
 mod batch;
 mod cluster;
 mod config;
@@ -55,6 +56,9 @@ fn all_columns() -> &'static HashMap<String, Vec<Column>> {
             serde_json::from_str(include_str!("storage.json")).unwrap_or_default();
         all.extend(storage);
         all.insert("APIService".into(), apiregistration::columns());
+        let autoscaling: HashMap<String, Vec<Column>> =
+            serde_json::from_str(include_str!("autoscaling.json")).unwrap_or_default();
+        all.extend(autoscaling);
         all
     })
 }
@@ -86,6 +90,7 @@ fn printer_key(group: &str, kind: &str) -> &'static str {
         ("batch", "CronJob") => "CronJob",
         ("coordination.k8s.io", "Lease") => "Lease",
         ("policy", "PodDisruptionBudget") => "PodDisruptionBudget",
+        ("autoscaling", "HorizontalPodAutoscaler") => "HorizontalPodAutoscaler",
         ("scheduling.k8s.io", "PriorityClass") => "PriorityClass",
         ("node.k8s.io", "RuntimeClass") => "RuntimeClass",
         ("", "PersistentVolume") => "PersistentVolume",
@@ -141,6 +146,7 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         "CronJob" => batch::cron_job(obj, now),
         "Lease" => cluster::lease(obj, now),
         "PodDisruptionBudget" => cluster::pdb(obj, now),
+        "HorizontalPodAutoscaler" => autoscaling::horizontal_pod_autoscaler(obj, now),
         "PriorityClass" => cluster::priority_class(obj, now),
         "RuntimeClass" => cluster::runtime_class(obj, now),
         "PersistentVolume" => storage::persistent_volume(obj, now),

@@ -8,6 +8,7 @@ pub mod apiextensions;
 pub mod apiregistration;
 mod apps;
 mod apps_status;
+pub mod autoscaling;
 pub mod batch;
 pub mod cel;
 mod cluster;
@@ -169,6 +170,7 @@ fn kind_strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         ("batch", "Job") => &batch::JobStrategy,
         ("batch", "CronJob") => &batch::CronJobStrategy,
         ("policy", "PodDisruptionBudget") => &policy::PdbStrategy,
+        ("autoscaling", "HorizontalPodAutoscaler") => &autoscaling::HpaStrategy,
         ("scheduling.k8s.io", "PriorityClass") => &scheduling::PriorityClassStrategy,
         ("node.k8s.io", "RuntimeClass") => &node::RuntimeClassStrategy,
         ("", "Event") => &events::EventStrategy { strict: false },
