@@ -1,8 +1,9 @@
 //! Scraping: every `--metric-resolution`, each node's kubelet is asked for `/metrics/resource`
 //! (at the address the node publishes, naming the node in the `Tinykube-Node` header, since one
-//! kubelet process plays many nodes), and the points go to the [`Storage`]. A node seen for the
-//! first time is scraped again a second later, so `kubectl top nodes` answers right after a
-//! cluster starts rather than one resolution later (metrics-server waits for its next cycle).
+//! kubelet process plays many nodes), and the points go to the [`Storage`]. A new node is
+//! scraped when it appears and again a second later, so `kubectl top nodes` answers right
+//! after a cluster starts rather than a resolution or two later (metrics-server waits for its
+//! cycles).
 
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
@@ -96,39 +97,53 @@ impl Scraper {
         self.storage.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Nodes with a point but no usage yet.
-    fn cold(&self, warmed: &mut HashSet<String>) -> HashSet<String> {
+    /// Nodes to scrape before the next cycle, each once: those never tried (`tried`), and those
+    /// with one point and no usage yet whose point is a second old (`warmed`).
+    fn pending(
+        &self,
+        tried: &mut HashSet<String>,
+        warmed: &mut HashSet<String>,
+    ) -> HashSet<String> {
         let storage = self.storage.read().unwrap_or_else(|e| e.into_inner());
-        let cold: HashSet<String> = self
+        let now = self.clock.now();
+        let mut out = HashSet::new();
+        for name in self
             .nodes
             .list()
             .iter()
             .filter_map(|n| n.metadata.name.clone())
-            .filter(|n| !storage.has_node(n) && !warmed.contains(n))
-            .collect();
-        warmed.extend(cold.iter().cloned());
-        cold
+        {
+            let due = match storage.last_point(&name) {
+                None => tried.insert(name.clone()),
+                Some(at) => {
+                    !storage.has_node(&name)
+                        && now.duration_since(at).unwrap_or_default() >= WARM_UP
+                        && warmed.insert(name.clone())
+                }
+            };
+            if due {
+                out.insert(name);
+            }
+        }
+        out
     }
 
-    /// Scrape until `shutdown`.
+    /// Scrape until `shutdown`: every node each resolution, and nodes that appear (or have a
+    /// single point a second old) at once.
     pub async fn run(self, shutdown: CancellationToken) {
         let mut tick = self.clock.interval(self.resolution);
-        let mut warmed = HashSet::new();
+        let mut poll = self.clock.interval(WARM_UP);
+        let (mut tried, mut warmed) = (HashSet::new(), HashSet::new());
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = tick.tick() => {}
+                _ = tick.tick() => self.cycle(None).await,
+                _ = poll.tick() => {}
             }
-            self.cycle(None).await;
-            let cold = self.cold(&mut warmed);
-            if cold.is_empty() {
-                continue;
+            let pending = self.pending(&mut tried, &mut warmed);
+            if !pending.is_empty() {
+                self.cycle(Some(&pending)).await;
             }
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = self.clock.sleep(WARM_UP) => {}
-            }
-            self.cycle(Some(&cold)).await;
         }
     }
 }

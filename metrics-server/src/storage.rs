@@ -125,6 +125,11 @@ impl Storage {
         self.nodes.retain(|n, _| keep(n));
     }
 
+    /// When `node`'s last point was taken (`None`: never scraped, or it had no node figures).
+    pub fn last_point(&self, node: &str) -> Option<SystemTime> {
+        Some(self.nodes.get(node)?.node?.last.timestamp)
+    }
+
     /// Whether `node` has a usage to report (two points).
     pub fn has_node(&self, node: &str) -> bool {
         self.node(node).is_some()

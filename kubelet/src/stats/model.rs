@@ -32,8 +32,13 @@ pub(crate) fn unit(seed: u64, parts: &[&[u8]]) -> f64 {
         h = fnv1a_64(h, &(p.len() as u64).to_le_bytes());
         h = fnv1a_64(h, p);
     }
-    // FNV's low bits mix poorly: fold the high half in, keep 53 bits.
-    let h = h ^ (h >> 29) ^ (h >> 47);
+    // FNV alone barely moves the high bits for names that differ in their last byte
+    // (worker0, worker1): finish with MurmurHash3's avalanche, then keep 53 bits.
+    let mut h = h ^ (h >> 33);
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -82,6 +87,24 @@ mod tests {
             namespace: "default".into(),
             pod: pod.into(),
             container: c.into(),
+        }
+    }
+
+    #[test]
+    fn nodes_named_alike_draw_unlike_figures() {
+        let memory = 8u64 << 30;
+        let figures: Vec<Baseline> = ["worker0", "worker1", "worker2"]
+            .iter()
+            .map(|n| system(0, n, 4.0, memory))
+            .collect();
+        for (i, a) in figures.iter().enumerate() {
+            for b in &figures[i + 1..] {
+                assert!((a.idle_cores - b.idle_cores).abs() > 1e-3, "{a:?} {b:?}");
+                assert!(
+                    a.idle_memory.abs_diff(b.idle_memory) > 1 << 20,
+                    "{a:?} {b:?}"
+                );
+            }
         }
     }
 
