@@ -113,7 +113,7 @@ mod tests {
         let rows: &[(&str, f64, u64)] = &[
             ("busybox", 0.1, 380 << 10),
             ("nginx:1.14.2", 0.2, 3482 << 10),
-            ("registry.k8s.io/hpa-example", 1.0, 10 << 20),
+            ("registry.k8s.io/hpa-example", 0.4, 10 << 20),
             ("registry.k8s.io/pause:3.10", 0.0, 240 << 10),
             ("myapp:v1", 0.5, 2 << 20),
         ];
