@@ -57,4 +57,5 @@ labs! {
     probes_restarts_logs => "15-probes-restarts-logs.md",
     jobs_and_cronjobs => "16-jobs-and-cronjobs.md",
     statefulsets => "17-statefulsets.md",
+    resource_usage_and_autoscaling => "18-resource-usage-and-autoscaling.md",
 }
