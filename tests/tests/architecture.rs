@@ -13,6 +13,7 @@ const COMPONENTS: &[(&str, &str)] = &[
     ("scheduler", "tinykube-scheduler"),
     ("controllers", "tinykube-controllers"),
     ("kubelet", "tinykube-kubelet"),
+    ("metrics-server", "tinykube-metrics-server"),
     ("cluster", "tinykube-cluster"),
 ];
 
@@ -127,10 +128,11 @@ fn only_store_touches_sled() {
 }
 
 #[test]
-fn only_apiserver_and_kubelet_know_axum() {
-    // The kubelet serves its streaming endpoints (WebSocket exec and attach) with it.
+fn only_the_http_servers_know_axum() {
+    // The kubelet serves its streaming endpoints (WebSocket exec and attach) with it, the
+    // metrics server the metrics.k8s.io API (query strings, content negotiation).
     assert_eq!(
-        users_of("axum", &["apiserver", "kubelet"]),
+        users_of("axum", &["apiserver", "kubelet", "metrics-server"]),
         Vec::<String>::new()
     );
 }
