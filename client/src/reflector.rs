@@ -43,6 +43,7 @@ pub enum Notification<K> {
 }
 
 type IndexFn<K> = Box<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+type TransformFn<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
 
 struct Inner<K> {
     objects: BTreeMap<String, Arc<K>>,
@@ -186,6 +187,8 @@ pub struct Informer<K> {
     tx: broadcast::Sender<Notification<K>>,
     api: Api<K>,
     lp: ListParams,
+    /// What an object is cut down to before it is cached (upstream's `SetTransform`).
+    transform: Option<TransformFn<K>>,
 }
 
 impl<K: Kind> Informer<K>
@@ -208,6 +211,22 @@ where
             tx,
             api,
             lp,
+            transform: None,
+        }
+    }
+
+    /// Cache each object as `f` leaves it (after dropping its managedFields), as upstream's
+    /// informer transforms: a component that reads a few fields keeps only those.
+    pub fn with_transform(mut self, f: impl Fn(K) -> K + Send + Sync + 'static) -> Self {
+        self.transform = Some(Arc::new(f));
+        self
+    }
+
+    fn cached(&self, obj: K) -> K {
+        let obj = without_managed_fields(obj);
+        match &self.transform {
+            Some(f) => f(obj),
+            None => obj,
         }
     }
 
@@ -245,7 +264,7 @@ where
             Event::Restarted(items) => {
                 let fresh: BTreeMap<String, Arc<K>> = items
                     .into_iter()
-                    .map(|o| (key_of(&o), Arc::new(without_managed_fields(o))))
+                    .map(|o| (key_of(&o), Arc::new(self.cached(o))))
                     .collect();
                 let gone: Vec<String> = inner
                     .objects
@@ -277,7 +296,7 @@ where
             }
             Event::Applied(o) => {
                 let key = key_of(&o);
-                let new = Arc::new(without_managed_fields(o));
+                let new = Arc::new(self.cached(o));
                 match inner.objects.insert(key.clone(), new.clone()) {
                     Some(old) => {
                         inner.unindex(&key, &old);

@@ -33,6 +33,9 @@ pub struct Listed<T> {
 
 /// What a watcher lists and watches: a typed [`Api`] or an untyped
 /// [`DynamicApi`](crate::dynamic::DynamicApi). The state machine is the same for both.
+/// Objects per page of an informer's list.
+pub const LIST_PAGE: u32 = 500;
+
 pub trait ListWatch: Send + 'static {
     type Item: Send + 'static;
     /// What the logs call it.
@@ -60,11 +63,27 @@ where
         K::KIND.to_string()
     }
 
+    /// In pages of [`LIST_PAGE`] (unless `lp` sets a limit), as upstream's reflectors list, so
+    /// that a cache of 10 000 pods never holds one 10 000-pod answer; the watch starts from the
+    /// first page's resourceVersion (later pages are read at the same snapshot, and events
+    /// after it are replayed to the cache in any case).
     async fn list(&self, lp: &ListParams) -> Result<Listed<K>, ClientError> {
-        let list = Api::list(self, lp).await?;
+        let mut page = lp.clone();
+        page.limit = Some(lp.limit.unwrap_or(LIST_PAGE));
+        let mut items = Vec::new();
+        let mut resource_version = None;
+        loop {
+            let list = Api::list(self, &page).await?;
+            resource_version.get_or_insert(list.metadata.resource_version.unwrap_or_default());
+            items.extend(list.items);
+            match list.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) if lp.limit.is_none() => page.continue_token = Some(token),
+                _ => break,
+            }
+        }
         Ok(Listed {
-            resource_version: list.metadata.resource_version.unwrap_or_default(),
-            items: list.items,
+            resource_version: resource_version.unwrap_or_default(),
+            items,
         })
     }
 

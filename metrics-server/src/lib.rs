@@ -17,7 +17,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, PodSpec, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tinykube_client::reflector::Informer;
 use tinykube_client::{Api, Client, ListParams};
 use tinykube_clock::Clock;
@@ -89,8 +90,10 @@ pub async fn run_with(
         let _ = tx.send(addr);
     }
     let client = Client::new(config.client.clone())?;
-    let nodes = Informer::new(Api::<Node>::all(client.clone()), ListParams::default());
-    let pods = Informer::new(Api::<Pod>::all(client.clone()), ListParams::default());
+    let nodes = Informer::new(Api::<Node>::all(client.clone()), ListParams::default())
+        .with_transform(slim_node);
+    let pods = Informer::new(Api::<Pod>::all(client.clone()), ListParams::default())
+        .with_transform(slim_pod);
     let (node_store, pod_store) = (nodes.store(), pods.store());
     let mut tasks = Vec::new();
     tasks.push(tokio::spawn(run_until(nodes.run(), shutdown.clone())));
@@ -145,6 +148,47 @@ pub async fn run_with(
         let _ = t.await;
     }
     Ok(())
+}
+
+/// What the metrics server reads of a node: its name, labels and kubelet address annotation.
+fn slim_node(node: Node) -> Node {
+    let m = node.metadata;
+    let address = m
+        .annotations
+        .and_then(|mut a| a.remove_entry(scrape::ADDRESS_ANNOTATION));
+    Node {
+        metadata: ObjectMeta {
+            name: m.name,
+            labels: m.labels,
+            annotations: address.map(|(k, v)| [(k, v)].into()),
+            resource_version: m.resource_version,
+            ..ObjectMeta::default()
+        },
+        ..Node::default()
+    }
+}
+
+/// What the metrics server reads of a pod: name, namespace, labels, node and phase (as
+/// metrics-server's informer keeps only metadata and these).
+fn slim_pod(pod: Pod) -> Pod {
+    let m = pod.metadata;
+    Pod {
+        metadata: ObjectMeta {
+            name: m.name,
+            namespace: m.namespace,
+            labels: m.labels,
+            resource_version: m.resource_version,
+            ..ObjectMeta::default()
+        },
+        spec: pod.spec.map(|s| PodSpec {
+            node_name: s.node_name,
+            ..PodSpec::default()
+        }),
+        status: pod.status.map(|s| PodStatus {
+            phase: s.phase,
+            ..PodStatus::default()
+        }),
+    }
 }
 
 /// Serve until `shutdown`.

@@ -309,3 +309,51 @@ fn a_second_candidate_takes_over_when_the_leader_goes() {
         c_task.abort();
     });
 }
+
+#[test]
+fn an_informer_lists_in_pages_and_caches_what_its_transform_keeps() {
+    use tinykube_client::k8s_openapi::api::core::v1::ConfigMap;
+    let server = ApiServer::start().unwrap();
+    let rt = runtime();
+    let c = client(&server);
+    rt.block_on(async {
+        let maps: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
+        // More than two pages of the informer's list (500 a page).
+        let total = 1_100;
+        for i in 0..total {
+            let cm: ConfigMap = serde_json::from_value(json!({
+                "metadata": {"name": format!("cm-{i:04}"), "labels": {"n": i.to_string()}},
+                "data": {"big": "x".repeat(100)},
+            }))
+            .unwrap();
+            maps.create(&cm).await.unwrap();
+        }
+        let informer = Informer::new(Api::<ConfigMap>::all(c.clone()), ListParams::default())
+            .with_transform(|mut cm: ConfigMap| {
+                cm.data = None;
+                cm
+            });
+        let mut store = informer.store();
+        let task = tokio::spawn(informer.run());
+        store.wait_ready().await;
+        let cached = store.list();
+        let ours = cached
+            .iter()
+            .filter(|cm| cm.metadata.namespace.as_deref() == Some("default"))
+            .filter(|cm| {
+                cm.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("cm-"))
+            })
+            .count();
+        assert_eq!(ours, total, "every page landed in the cache");
+        let one = store.get("default/cm-0777").expect("cached");
+        assert_eq!(one.data, None, "the transform dropped the data");
+        assert_eq!(one.metadata.labels.as_ref().unwrap()["n"], "777");
+        // The watch goes on from the list: a change after it arrives, transformed too.
+        maps.delete("cm-0001", None).await.unwrap();
+        eventually(|| store.get("default/cm-0001").is_none()).await;
+        task.abort();
+    });
+}
