@@ -84,6 +84,27 @@ fn stringify_quantities(v: &mut Value, extra: &[&str]) {
     }
 }
 
+/// An HPA's metric targets and current values (`target.averageValue: 100`, as YAML writes
+/// it) are quantities too.
+fn stringify_metric_values(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m.iter_mut() {
+                if let ("target" | "current", Value::Object(t)) = (k.as_str(), &mut *child) {
+                    for field in ["value", "averageValue"] {
+                        if let Some(q) = t.get_mut(field) {
+                            canonical_quantity(q);
+                        }
+                    }
+                }
+                stringify_metric_values(child);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(stringify_metric_values),
+        _ => {}
+    }
+}
+
 /// Check a body's kind and apiVersion (defaulting them from the endpoint), decode it through
 /// its type, and apply `fieldValidation` to unknown fields. Returns the object in stored form
 /// and the warnings for the client.
@@ -144,6 +165,9 @@ pub(super) fn admit_body(
                 _ => &[],
             };
             stringify_quantities(&mut raw, extra);
+            if (group, kind) == ("autoscaling", "HorizontalPodAutoscaler") {
+                stringify_metric_values(&mut raw);
+            }
             let normalized =
                 tinykube_proto::typed::normalize_version(group, info.version, kind, &raw)
                     .map_err(|e| cannot(e.to_string()))?;
@@ -264,6 +288,23 @@ pub(super) fn decode_as(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn hpa_metric_values_written_as_numbers_are_quantities() {
+        let mut hpa = serde_json::json!({"spec": {"metrics": [
+            {"type": "Pods", "pods": {"metric": {"name": "rps"},
+                "target": {"type": "AverageValue", "averageValue": 100}}},
+            {"type": "Resource", "resource": {"name": "memory",
+                "target": {"type": "AverageValue", "averageValue": "1024Mi"}}},
+            {"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 50}}},
+        ]}});
+        stringify_metric_values(&mut hpa);
+        let m = &hpa["spec"]["metrics"];
+        assert_eq!(m[0]["pods"]["target"]["averageValue"], "100");
+        assert_eq!(m[1]["resource"]["target"]["averageValue"], "1Gi");
+        assert_eq!(m[2]["resource"]["target"]["averageUtilization"], 50);
+    }
 
     #[test]
     fn names_are_checked_as_upstreams_check_name() {
