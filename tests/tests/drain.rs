@@ -236,7 +236,12 @@ fn drain_evicts_within_the_budget_and_uncordon_undoes_it() {
     assert!(evicted.len() >= 2, "{before:?}");
     let daemon = on(&pods(server, "kube-system", ds_sel), &node).remove(0);
     let mirror = format!("static-web-{node}");
-    server.kubectl(&["get", "pod", &mirror]).ok();
+    // The kubelet publishes the mirror of its static pod on its own schedule: on a fast run
+    // the workloads above are up before it.
+    assert!(
+        eventually(WAIT, || server.kubectl(&["get", "pod", &mirror]).success),
+        "no mirror pod {mirror}"
+    );
     for (name, empty_dir) in [("bare", false), ("scratch", true)] {
         let pod = bare(name, &node, empty_dir);
         server
