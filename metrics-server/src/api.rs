@@ -198,7 +198,7 @@ fn reply(headers: &HeaderMap, value: Value) -> Response {
     json_reply(StatusCode::OK, value)
 }
 
-fn node_metrics(s: &Shared, node: &Node, storage: &Storage, now: SystemTime) -> Option<Value> {
+fn node_metrics(node: &Node, storage: &Storage, now: SystemTime) -> Option<Value> {
     let name = node.metadata.name.as_deref()?;
     let u = storage.node(name)?;
     Some(json!({
@@ -208,7 +208,6 @@ fn node_metrics(s: &Shared, node: &Node, storage: &Storage, now: SystemTime) -> 
         "window": tinykube_proto::duration::format(u.window),
         "usage": usage_json(&u),
     }))
-    .filter(|_| s.nodes.get(name).is_some())
 }
 
 fn pod_metrics(pod: &Pod, storage: &Storage, now: SystemTime) -> Option<Value> {
@@ -273,7 +272,7 @@ async fn list_nodes(
             let name = n.metadata.name.as_deref().unwrap_or("");
             filter.matches(n.metadata.labels.as_ref(), name, "")
         })
-        .filter_map(|n| node_metrics(&s, n, &storage, now))
+        .filter_map(|n| node_metrics(n, &storage, now))
         .collect();
     reply(&headers, list("NodeMetrics", items))
 }
@@ -288,7 +287,7 @@ async fn get_node(
     match s
         .nodes
         .get(&name)
-        .and_then(|n| node_metrics(&s, &n, &storage, now))
+        .and_then(|n| node_metrics(&n, &storage, now))
     {
         Some(m) => reply(&headers, m),
         None => not_found("nodemetrics", &name),

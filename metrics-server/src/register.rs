@@ -21,52 +21,45 @@ pub const NAMESPACE: &str = "kube-system";
 pub const SERVICE: &str = "metrics-server";
 pub const APISERVICE: &str = "v1beta1.metrics.k8s.io";
 
-fn services(client: &Client) -> DynamicApi {
+/// A client of the resource `group/version/plural` (in kube-system when namespaced).
+fn api(client: &Client, group: &str, kind: &str, plural: &str, namespaced: bool) -> DynamicApi {
     let r = ApiResource {
-        group: String::new(),
+        group: group.into(),
         version: "v1".into(),
-        kind: "Service".into(),
-        plural: "services".into(),
-        namespaced: true,
+        kind: kind.into(),
+        plural: plural.into(),
+        namespaced,
         verbs: Vec::new(),
     };
-    DynamicApi::new(client.clone(), r, Some(NAMESPACE))
+    DynamicApi::new(client.clone(), r, namespaced.then_some(NAMESPACE))
+}
+
+fn services(client: &Client) -> DynamicApi {
+    api(client, "", "Service", "services", true)
 }
 
 fn endpoints(client: &Client) -> DynamicApi {
-    let r = ApiResource {
-        group: String::new(),
-        version: "v1".into(),
-        kind: "Endpoints".into(),
-        plural: "endpoints".into(),
-        namespaced: true,
-        verbs: Vec::new(),
-    };
-    DynamicApi::new(client.clone(), r, Some(NAMESPACE))
+    api(client, "", "Endpoints", "endpoints", true)
 }
 
 fn cluster_roles(client: &Client) -> DynamicApi {
-    let r = ApiResource {
-        group: "rbac.authorization.k8s.io".into(),
-        version: "v1".into(),
-        kind: "ClusterRole".into(),
-        plural: "clusterroles".into(),
-        namespaced: false,
-        verbs: Vec::new(),
-    };
-    DynamicApi::new(client.clone(), r, None)
+    api(
+        client,
+        "rbac.authorization.k8s.io",
+        "ClusterRole",
+        "clusterroles",
+        false,
+    )
 }
 
 fn apiservices(client: &Client) -> DynamicApi {
-    let r = ApiResource {
-        group: "apiregistration.k8s.io".into(),
-        version: "v1".into(),
-        kind: "APIService".into(),
-        plural: "apiservices".into(),
-        namespaced: false,
-        verbs: Vec::new(),
-    };
-    DynamicApi::new(client.clone(), r, None)
+    api(
+        client,
+        "apiregistration.k8s.io",
+        "APIService",
+        "apiservices",
+        false,
+    )
 }
 
 fn labels() -> Value {
