@@ -6,6 +6,7 @@ mod custom;
 mod kubelet;
 mod metrics;
 mod scheduler;
+mod storage;
 mod testcluster;
 mod workloads;
 
@@ -53,6 +54,22 @@ enum Bench {
         /// Pods stored before RSS is read.
         #[arg(long, default_value_t = 10_000)]
         pods: usize,
+    },
+    /// Store backends side by side: durable pod creates/s and watch latency through the API
+    /// server on sled, on one local etcd and on a 3-member etcd (etcd from PATH).
+    Storage {
+        /// Pods created for the creates/s figure.
+        #[arg(long, default_value_t = 4000)]
+        creates: usize,
+        /// Concurrent keep-alive clients creating.
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        /// Concurrent watchers for the latency figure.
+        #[arg(long, default_value_t = 100)]
+        watchers: usize,
+        /// Pods created one by one while the watchers listen.
+        #[arg(long, default_value_t = 200)]
+        watch_events: usize,
     },
     /// Scheduler: pods/s binding pending pods to Ready nodes, and its peak RSS.
     Scheduler {
@@ -425,6 +442,12 @@ async fn main() -> Result<()> {
             watch_events,
             pods,
         } => bench_apiserver(creates, clients, crd_installs, watchers, watch_events, pods).await,
+        Bench::Storage {
+            creates,
+            clients,
+            watchers,
+            watch_events,
+        } => storage::bench_storage(creates, clients, watchers, watch_events).await,
         Bench::Scheduler {
             nodes,
             pods,

@@ -1,8 +1,7 @@
 //! ARCHITECTURE.md's invariants, checked (as rust-analyzer's tidy tests check theirs): no
-//! component imports another, only `store` touches sled, only `apiserver` and the kubelet's
-//! endpoint know axum, `proto`
-//! does no I/O and knows no runtime, components reach the cluster through `client`, and every
-//! source file says what it is for on its first line.
+//! component imports another, only `store` touches sled and etcd, only `apiserver` and the
+//! kubelet's endpoint know axum, `proto` does no I/O and knows no runtime, components reach the
+//! cluster through `client`, and every source file says what it is for on its first line.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -125,6 +124,7 @@ fn no_component_imports_another() {
 #[test]
 fn only_store_touches_sled() {
     assert_eq!(users_of("sled", &["store"]), Vec::<String>::new());
+    assert_eq!(users_of("etcd-client", &["store"]), Vec::<String>::new());
 }
 
 #[test]
