@@ -286,7 +286,8 @@ pub async fn serve(
         .await
         .map_err(ServerError::Services)?;
     tracing::info!(?repaired, "service allocations repaired");
-    services::kubernetes::ensure_all(&state, addr)
+    // Sled: this server has the store to itself (no other API server's lease can be live).
+    let apiservers = services::kubernetes::ensure_all(&state, addr, false)
         .await
         .map_err(ServerError::Services)?;
     crds::start(state.clone()).await;
@@ -312,6 +313,7 @@ pub async fn serve(
                 .map_err(ServerError::Serve)
         }
     };
+    apiservers.stop().await;
     store.close().await;
     result
 }
