@@ -269,10 +269,12 @@ mod tests {
         list.iter().map(|a| a.parse().unwrap()).collect()
     }
 
+    /// Live API servers, the Endpoints' subsets, the slices' names and ports.
+    type Case = (Vec<SocketAddr>, Value, Vec<(&'static str, u16)>);
+
     #[test]
     fn one_subset_and_one_slice_per_port() {
-        // (live API servers, the Endpoints' subsets, the slices' names and ports)
-        let cases: Vec<(Vec<SocketAddr>, Value, Vec<(&str, u16)>)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 addrs(&["127.0.0.1:6443"]),
                 json!([{"addresses": [{"ip": "127.0.0.1"}],
