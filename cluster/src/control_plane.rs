@@ -144,7 +144,15 @@ pub async fn start(
             .and_then(|l| l.rsplit(' ').next().map(str::to_string))
             .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
             .ok_or_else(|| ClusterError::ApiServer {
-                port: *port,
+                name: match balancer.is_some() {
+                    true => format!("the API server {name}"),
+                    false => "the API server".into(),
+                },
+                hint: match (balancer.is_some(), *port) {
+                    // The launcher picked the port of each of several, and 0 is any free one.
+                    (true, _) | (false, 0) => String::new(),
+                    (false, p) => format!(" (is port {p} in use? try --port 0)"),
+                },
                 log: process::tail(&log, 5),
             })?;
         apiservers.push((name.clone(), url));

@@ -90,8 +90,13 @@ pub enum ClusterError {
         #[source]
         source: std::io::Error,
     },
-    #[error("the API server did not start (is port {port} in use? try --port 0); its log ends with:\n{log}")]
-    ApiServer { port: u16, log: String },
+    #[error("{name} did not start{hint}; its log ends with:\n{log}")]
+    ApiServer {
+        name: String,
+        /// Why it might not have, when the port was the user's choice.
+        hint: String,
+        log: String,
+    },
     #[error("{component} {how} before the cluster was ready; its log ends with:\n{log}")]
     Died {
         component: String,
