@@ -1,6 +1,6 @@
-//! The local etcd of `tinykube up --etcd`: the `etcd` found on PATH (Debian's etcd-server), one
-//! member named `tinykube` with its data in `DATA_DIR/etcd` (mode 0700, as etcd requires), client
-//! and peer URLs on free 127.0.0.1 ports, ready once `/health` says so.
+//! The local etcd of `tinykube up --etcd`: the `etcd` found on PATH (Debian's etcd-server; or
+//! `$TINYKUBE_ETCD`), one member named `tinykube` with its data in `DATA_DIR/etcd` (mode 0700, as
+//! etcd requires), client and peer URLs on free 127.0.0.1 ports, ready once `/health` says so.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -22,8 +22,11 @@ pub fn find_in(path: &OsStr, name: &str) -> Option<PathBuf> {
         })
 }
 
-/// `etcd` on this process's PATH.
+/// The `etcd` to run: `$TINYKUBE_ETCD` (as the store's tests take it), else `etcd` on PATH.
 pub fn find() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("TINYKUBE_ETCD").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
     find_in(&std::env::var_os("PATH").unwrap_or_default(), "etcd")
 }
 
