@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use axum::Router;
 use serde_json::json;
-use tinykube_store::{Store, StoreConfig};
+use tinykube_store::{EtcdConfig, Store, StoreConfig};
 
 use crate::policy::UserInfo;
 use tokio::net::TcpListener;
@@ -57,7 +57,10 @@ pub struct Config {
     pub token_auth_file: Option<PathBuf>,
     /// Interval of BOOKMARK events on watches that allow them.
     pub bookmark_interval: Duration,
+    /// Settings of the sled store (`Storage::Sled`).
     pub store: StoreConfig,
+    /// Where objects live: the sled store in `data_dir` (the default), or etcd.
+    pub storage: Storage,
     /// `--service-cluster-ip-range` and `--service-node-port-range`.
     pub services: services::ServiceNet,
     /// `--authorization-mode`: AlwaysAllow (the default) or RBAC.
@@ -78,12 +81,22 @@ impl Config {
             token_auth_file: None,
             bookmark_interval: Duration::from_secs(60),
             store: StoreConfig::default(),
+            storage: Storage::Sled,
             services: services::ServiceNet::default(),
             authorization: AuthorizationMode::default(),
             tls: None,
             clock: tinykube_clock::Clock::real(),
         }
     }
+}
+
+/// `--storage-backend`: the store the objects live in.
+#[derive(Debug, Clone)]
+pub enum Storage {
+    /// sled, embedded, in `DATA_DIR` (one API server per data dir).
+    Sled,
+    /// etcd v3 (several API servers may share it, and a data dir for the keys).
+    Etcd(EtcdConfig),
 }
 
 /// Why the server could not start or stopped with an error.
@@ -95,7 +108,7 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
-    #[error("opening the store in {dir}: {source}")]
+    #[error("opening the store (data dir {dir}): {source}")]
     Store {
         dir: PathBuf,
         #[source]
@@ -241,12 +254,22 @@ pub async fn serve(
         Some(path) => Some(read_tokens(path)?),
         None => None,
     };
-    let store = Store::open(&config.data_dir, config.store.clone()).map_err(|source| {
-        ServerError::Store {
-            dir: config.data_dir.clone(),
-            source,
+    let store_err = |source| ServerError::Store {
+        dir: config.data_dir.clone(),
+        source,
+    };
+    let store = match &config.storage {
+        Storage::Sled => {
+            let store = Store::open(&config.data_dir, config.store.clone()).map_err(store_err)?;
+            storage::migrate_layout(&store).await.map_err(store_err)?;
+            store
         }
-    })?;
+        Storage::Etcd(etcd) => {
+            std::fs::create_dir_all(&config.data_dir)
+                .map_err(|e| store_err(tinykube_store::StoreError::OpenLog(e)))?;
+            Store::connect(etcd.clone()).await.map_err(store_err)?
+        }
+    };
     let keys = identity::Keys::load_or_create(&config.data_dir).map_err(ServerError::Keys)?;
     let addr = listener.local_addr().map_err(ServerError::Serve)?;
     let tls = match &config.tls {

@@ -6,21 +6,44 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+enum Backend {
+    Sled,
+    Etcd,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 enum LogFormat {
     Text,
     Json,
 }
 
-/// The Kubernetes REST API over a sled store, for real kubectl, client-go and kube-rs.
+/// The Kubernetes REST API over a store (embedded sled, or etcd v3), for real kubectl,
+/// client-go and kube-rs.
 #[derive(Parser, Debug)]
 #[command(name = "tinykube-apiserver", version)]
 struct Flags {
     /// Address to serve on (port 0 picks a free port; the URL is printed on stdout).
     #[arg(long, default_value = "127.0.0.1:6443")]
     listen: SocketAddr,
-    /// Directory of the store; created if missing, reopened with its objects if present.
+    /// Directory of the sled store and of the cluster's keys (CA, service-account key, serving
+    /// certificate); created if missing, reopened with its objects if present. On etcd, only
+    /// the keys: API servers sharing one etcd share this directory too.
     #[arg(long, default_value = "./tinykube-data/apiserver")]
     data_dir: PathBuf,
+    /// Where objects are stored: `sled` (embedded in --data-dir, one API server) or `etcd`
+    /// (--etcd-servers; several API servers may share it).
+    #[arg(long, value_enum, default_value = "sled")]
+    storage_backend: Backend,
+    /// Client URLs of the etcd members, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    etcd_servers: Vec<String>,
+    /// Prefix of every key in etcd (objects are at PREFIX/pods/NAMESPACE/NAME, as upstream's).
+    #[arg(long, default_value = "/registry")]
+    etcd_prefix: String,
+    /// How often etcd's history is compacted (to the revision of one interval before); 0
+    /// never compacts.
+    #[arg(long, default_value = "5m", value_parser = tinykube_cli::go_duration)]
+    etcd_compaction_interval: std::time::Duration,
     /// CSV of `token,user,uid[,groups]`; requests without one of these bearer tokens (or a
     /// ServiceAccount token, or a client certificate) get 401.
     #[arg(long)]
@@ -62,6 +85,12 @@ async fn main() {
     let mut config = tinykube_apiserver::Config::new(flags.listen, flags.data_dir);
     config.token_auth_file = flags.token_auth_file;
     config.authorization = flags.authorization_mode;
+    if let Backend::Etcd = flags.storage_backend {
+        let mut etcd = tinykube_store::EtcdConfig::new(flags.etcd_servers);
+        etcd.prefix = flags.etcd_prefix.trim_end_matches('/').to_string();
+        etcd.compaction_interval = flags.etcd_compaction_interval;
+        config.storage = tinykube_apiserver::Storage::Etcd(etcd);
+    }
     if flags.secure || flags.tls_cert_file.is_some() || flags.client_ca_file.is_some() {
         config.tls = Some(tinykube_apiserver::tls::TlsConfig {
             cert_file: flags.tls_cert_file,

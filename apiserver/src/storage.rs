@@ -1,5 +1,6 @@
-//! Objects over the store: keys per resource, JSON encoding with `metadata.resourceVersion`
-//! taken from the store's revision, and the read-modify-write loop every update goes through.
+//! Objects over the store: keys per resource (upstream's etcd layout, under the etcd backend's
+//! `--etcd-prefix`), JSON encoding with `metadata.resourceVersion` taken from the store's
+//! revision, and the read-modify-write loop every update goes through.
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -40,7 +41,8 @@ pub struct Objects {
     store: Store,
 }
 
-/// Key of one object: `/core/pods/default/nginx`, `/core/nodes/worker0`.
+/// Key of one object: `/pods/default/nginx`, `/minions/worker0` (etcd's
+/// `/registry/pods/default/nginx`).
 pub fn key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
     match namespace {
         Some(ns) if info.namespaced => format!("{}{ns}/{name}", kind_prefix(info)),
@@ -48,9 +50,72 @@ pub fn key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
     }
 }
 
-/// Prefix of every object of a resource (all namespaces).
+/// Prefix of every object of a resource (all namespaces): upstream's etcd resource path.
 pub fn kind_prefix(info: &ResourceInfo) -> String {
-    format!("/{}/{}/", storage_group(info), info.plural)
+    format!("/{}/", resource_path(info))
+}
+
+/// Where upstream's API server keeps a resource under `/registry`: the resource's name, a
+/// few historical names (nodes are `minions`, Services `services/specs`, their Endpoints
+/// `services/endpoints`, ReplicationControllers `controllers`, Ingresses `ingress`), and
+/// `GROUP/RESOURCE` for the aggregator's, the CRDs' and custom resources.
+pub fn resource_path(info: &ResourceInfo) -> String {
+    if info.custom.is_some() {
+        return format!("{}/{}", info.group, info.plural);
+    }
+    let path = match (storage_group(info), info.plural) {
+        ("core", "nodes") => "minions",
+        ("core", "services") => "services/specs",
+        ("core", "endpoints") => "services/endpoints",
+        ("core", "replicationcontrollers") => "controllers",
+        (_, "ingresses") => "ingress",
+        (group @ ("apiregistration.k8s.io" | "apiextensions.k8s.io"), plural) => {
+            return format!("{group}/{plural}");
+        }
+        (_, plural) => plural,
+    };
+    path.to_string()
+}
+
+/// Move what an older tinykube stored under its own layout (`/core/pods/…`, `/apps/…`,
+/// `/allocations/…`) to upstream's: done once, when a sled store from before is opened.
+/// Returns how many keys moved.
+pub async fn migrate_layout(store: &Store) -> Result<usize, StoreError> {
+    if store.list("/core/", None, Some(1))?.items.is_empty() {
+        return Ok(0);
+    }
+    let mut moved = 0;
+    for item in store.list("/", None, None)?.items {
+        let Some(new_key) = relocated(&item.key) else {
+            continue;
+        };
+        match store.create(&new_key, item.value.clone()).await {
+            Ok(_) | Err(StoreError::AlreadyExists) => {}
+            Err(e) => return Err(e),
+        }
+        store.delete(&item.key, Some(item.revision)).await?;
+        moved += 1;
+    }
+    tracing::info!(moved, "moved the stored objects to upstream's key layout");
+    Ok(moved)
+}
+
+/// The key under upstream's layout of a key under tinykube's former one.
+fn relocated(key: &str) -> Option<String> {
+    let mut parts = key.strip_prefix('/')?.splitn(3, '/');
+    let (first, second, rest) = (parts.next()?, parts.next()?, parts.next()?);
+    if first == "allocations" {
+        let range = match second {
+            "nodeports" => "servicenodeports",
+            other => other,
+        };
+        return Some(format!("/ranges/{range}/{rest}"));
+    }
+    let group = if first == "core" { "" } else { first };
+    let version = *tinykube_proto::registry::versions(group).first()?;
+    let info = tinykube_proto::registry::builtin(group, version, second)?;
+    let new_key = format!("{}{rest}", kind_prefix(info));
+    (new_key != key).then_some(new_key)
 }
 
 /// Prefix of a resource's objects in one namespace, or in all.
@@ -260,6 +325,95 @@ impl Objects {
                     Err(e) => return Err(e.into()),
                 },
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tinykube_proto::registry::builtin;
+
+    #[test]
+    fn keys_follow_upstreams_etcd_layout() {
+        let cases = [
+            (
+                "",
+                "v1",
+                "pods",
+                Some("default"),
+                "nginx",
+                "/pods/default/nginx",
+            ),
+            ("", "v1", "nodes", None, "worker0", "/minions/worker0"),
+            (
+                "",
+                "v1",
+                "services",
+                Some("ns"),
+                "web",
+                "/services/specs/ns/web",
+            ),
+            (
+                "",
+                "v1",
+                "endpoints",
+                Some("ns"),
+                "web",
+                "/services/endpoints/ns/web",
+            ),
+            (
+                "apps",
+                "v1",
+                "deployments",
+                Some("ns"),
+                "d",
+                "/deployments/ns/d",
+            ),
+            (
+                "events.k8s.io",
+                "v1",
+                "events",
+                Some("ns"),
+                "e",
+                "/events/ns/e",
+            ),
+            ("", "v1", "events", Some("ns"), "e", "/events/ns/e"),
+            (
+                "apiregistration.k8s.io",
+                "v1",
+                "apiservices",
+                None,
+                "v1.apps",
+                "/apiregistration.k8s.io/apiservices/v1.apps",
+            ),
+        ];
+        for (group, version, plural, ns, name, want) in cases {
+            let info = builtin(group, version, plural).expect("served");
+            assert_eq!(key(info, ns, name), want, "{group}/{plural}");
+        }
+    }
+
+    #[test]
+    fn former_keys_move_to_upstreams_layout() {
+        let cases = [
+            ("/core/pods/default/nginx", Some("/pods/default/nginx")),
+            ("/core/nodes/worker0", Some("/minions/worker0")),
+            ("/apps/deployments/ns/d", Some("/deployments/ns/d")),
+            (
+                "/allocations/serviceips/10.96.0.1",
+                Some("/ranges/serviceips/10.96.0.1"),
+            ),
+            (
+                "/allocations/nodeports/30001",
+                Some("/ranges/servicenodeports/30001"),
+            ),
+            ("/pods/default/nginx", None),
+            ("/apiregistration.k8s.io/apiservices/v1.apps", None),
+            ("/example.com/widgets/ns/w", None),
+        ];
+        for (old, new) in cases {
+            assert_eq!(relocated(old).as_deref(), new, "{old}");
         }
     }
 }

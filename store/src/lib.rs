@@ -1,40 +1,31 @@
-//! sled-backed versioned key-value store: one global revision, compare-and-swap writes,
-//! consistent lists, and watches that replay a persisted, bounded history before going live.
+//! The store under the API server: one interface over two backends, keys and bytes with one
+//! global revision, compare-and-swap writes, lists, and watches from a revision.
 //!
-//! Layout of the crate:
-//! - `codec`: the records in sled (objects, history events, the revision counter).
-//! - `write`: the write path. One short lock assigns the next revision and applies, in one
-//!   atomic sled batch, the object, its history event and the counter. One flusher task makes
-//!   every write pending at that moment durable with one flush (group commit), then commits the
-//!   batch to the in-memory index that serves every read, publishes its events and acknowledges
-//!   the writers.
-//! - `history`: the retained window of history (by count and age) and its compaction. The
-//!   history is persisted with each write, so a watcher that falls behind the live fan-out
-//!   refills from disk instead of the store keeping events in memory; history from before a
-//!   restart is not served (as upstream's watch cache), so watches from then get `Expired`.
-//! - `watch`: replay from the persisted history, then the live fan-out, with no gap or duplicate.
+//! - `sled` (the default): embedded, one directory, group commit; see its module.
+//! - `etcd`: an etcd v3 cluster through the `etcd-client` crate, the engine upstream's API server
+//!   uses. The revision is etcd's; an in-memory cache fed by one etcd watch serves reads and
+//!   every watcher; writes are transactions comparing the mod revision.
 //!
-//! Reads (`get`, `list`, `revision`) only ever see durable, committed writes, all as of one
-//! revision. Only this crate touches sled; it knows keys and bytes, never Kubernetes objects.
+//! Both backends give the same guarantees, which `tests/conformance.rs` checks on each: a
+//! write returns once reads through this handle see it; a refused write (`AlreadyExists`,
+//! `Conflict`, `NotFound`) returns once this handle sees the state it lost to; a watch from a
+//! revision delivers every later change under its prefix once, in revision order, or ends with
+//! `Expired` when that history is gone. Only this crate talks to sled or etcd; it knows keys and
+//! bytes, never Kubernetes objects.
 
-mod codec;
-mod history;
-mod watch;
-mod write;
+pub mod etcd;
+mod sled;
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::Notify;
+use futures::Stream;
+use std::path::Path;
+use std::sync::Arc;
 
-pub use watch::Watch;
-
-use history::Feed;
-use write::{Commit, Writer};
+pub use etcd::{EtcdConfig, LocalEtcd};
 
 /// Settings of a store.
 #[derive(Debug, Clone)]
@@ -77,17 +68,26 @@ pub enum StoreError {
     #[error("the store must be opened inside a tokio runtime")]
     NoRuntime,
     #[error("opening the database: {0}")]
-    Open(#[source] sled::Error),
+    Open(#[source] ::sled::Error),
     #[error("opening the database log file to sync it: {0}")]
     OpenLog(#[source] std::io::Error),
     #[error("writing: {0}")]
-    Write(#[source] sled::Error),
+    Write(#[source] ::sled::Error),
     #[error("flushing to disk: {0}")]
     Flush(String),
     #[error("reading the history: {0}")]
-    History(#[source] sled::Error),
+    History(#[source] ::sled::Error),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    #[error("connecting to etcd at {servers}: {message}")]
+    Connect { servers: String, message: String },
+    #[error("etcd: {0}")]
+    Etcd(String),
+    #[error("the store did not catch up with revision {revision} within {waited:?}")]
+    Timeout {
+        revision: u64,
+        waited: std::time::Duration,
+    },
 }
 
 /// A value with the revision of its last modification.
@@ -135,32 +135,6 @@ pub struct StoreStats {
     pub commits: u64,
 }
 
-/// The committed state every read is served from.
-pub(crate) struct Index {
-    pub(crate) revision: u64,
-    pub(crate) objects: BTreeMap<String, (u64, Bytes)>,
-}
-
-pub(crate) struct Shared {
-    pub(crate) db: sled::Db,
-    /// sled's log file, to `fdatasync` after each flush.
-    pub(crate) db_file: Arc<std::fs::File>,
-    pub(crate) tree: sled::Tree,
-    pub(crate) cfg: StoreConfig,
-    pub(crate) index: RwLock<Index>,
-    pub(crate) writer: Mutex<Writer>,
-    pub(crate) feed: Mutex<Feed>,
-    /// Wakes the flusher when a write is pending or the store closes.
-    pub(crate) wake: Notify,
-    /// The last committed revision, for writers waiting on an earlier in-flight write.
-    pub(crate) commit: tokio::sync::watch::Sender<Commit>,
-    pub(crate) shutdown: tokio::sync::watch::Sender<bool>,
-    pub(crate) tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    /// Committed writes and the group commits (flushes, when durable) they took.
-    pub(crate) writes: AtomicU64,
-    pub(crate) commits: AtomicU64,
-}
-
 /// The store's locks guard plain state that a panic cannot leave half-updated, so a poisoned
 /// lock is used as is.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -175,119 +149,103 @@ pub(crate) fn write_lock<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Closes the store when the last `Store` handle goes away (watches alone keep it readable).
-struct Handle(Arc<Shared>);
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        write::begin_close(&self.0);
+/// Keys under `prefix` in order, after `start_after`, at most `limit` of them, from a map of
+/// key → (revision, value) as of `revision`: both backends' in-memory index.
+pub(crate) fn list_range(
+    objects: &BTreeMap<String, (u64, Bytes)>,
+    revision: u64,
+    prefix: &str,
+    start_after: Option<&str>,
+    limit: Option<usize>,
+) -> ListResult {
+    use std::ops::Bound;
+    let lower = match start_after {
+        Some(k) if k >= prefix => Bound::Excluded(k),
+        _ => Bound::Included(prefix),
+    };
+    let mut iter = objects
+        .range::<str, _>((lower, Bound::Unbounded))
+        .take_while(|(k, _)| k.starts_with(prefix));
+    let items: Vec<Revisioned> = iter
+        .by_ref()
+        .take(limit.unwrap_or(usize::MAX))
+        .map(|(k, (rev, value))| Revisioned {
+            key: k.clone(),
+            value: value.clone(),
+            revision: *rev,
+        })
+        .collect();
+    ListResult {
+        items,
+        revision,
+        remaining: iter.count(),
     }
 }
 
-/// Handle to a store; cheap to clone.
+/// Handle to a store; cheap to clone. The store closes when the last handle goes away.
 #[derive(Clone)]
-pub struct Store(Arc<Handle>);
+pub struct Store(Backend);
+
+#[derive(Clone)]
+enum Backend {
+    Sled(sled::SledStore),
+    Etcd(etcd::EtcdStore),
+}
 
 impl Store {
-    /// Open (or create) the store in `dir` and start its flusher and compactor on the current
+    /// Open (or create) a sled store in `dir` and start its flusher and compactor on the current
     /// tokio runtime. Reopening a directory in the same process needs the previous store closed
     /// first (`close().await`), since sled holds a lock on its files until then.
     pub fn open(dir: &Path, cfg: StoreConfig) -> Result<Store, StoreError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| StoreError::NoRuntime)?;
-        let db = sled::Config::new()
-            .path(dir)
-            .cache_capacity(16 * 1024 * 1024)
-            .mode(sled::Mode::HighThroughput)
-            .open()
-            .map_err(StoreError::Open)?;
-        let tree = db.open_tree("kv").map_err(StoreError::Open)?;
-        let db_file = std::fs::File::open(dir.join("db")).map_err(StoreError::OpenLog)?;
-        let mut revision = match tree.get(codec::REV_KEY).map_err(StoreError::Open)? {
-            Some(raw) => codec::decode_revision(&raw)?,
-            None => 0,
-        };
-        let mut objects = BTreeMap::new();
-        for item in tree.scan_prefix(codec::OBJ_PREFIX) {
-            let (k, v) = item.map_err(StoreError::Open)?;
-            let (key, rev, value) = codec::decode_object(&k, &v)?;
-            revision = revision.max(rev);
-            objects.insert(key, (rev, value));
-        }
-        if let Some(item) = tree.scan_prefix(codec::HIST_PREFIX).next_back() {
-            revision = revision.max(codec::hist_revision(&item.map_err(StoreError::Open)?.0)?);
-        }
-        // History written before this open is not watchable, as with upstream's watch cache
-        // after an API server restart: clients holding older revisions get `Expired` and
-        // re-list. The compactor removes those records.
-        let mut stale = None;
-        if let Some(item) = tree.scan_prefix(codec::HIST_PREFIX).next() {
-            let disk_first = codec::hist_revision(&item.map_err(StoreError::Open)?.0)?;
-            stale = Some((disk_first, revision + 1));
-        }
-        tracing::info!(dir = %dir.display(), revision, objects = objects.len(), "store opened");
-        let shared = Arc::new(Shared {
-            db,
-            db_file: Arc::new(db_file),
-            tree,
-            index: RwLock::new(Index { revision, objects }),
-            writer: Mutex::new(Writer {
-                revision,
-                in_flight: HashMap::new(),
-                pending: Vec::new(),
-                waiters: Vec::new(),
-                closed: false,
-                failed: None,
-            }),
-            feed: Mutex::new(Feed::new(revision, cfg.fanout_capacity)),
-            cfg,
-            wake: Notify::new(),
-            commit: tokio::sync::watch::Sender::new(Commit {
-                revision,
-                broken: false,
-            }),
-            shutdown: tokio::sync::watch::Sender::new(false),
-            tasks: Mutex::new(Vec::new()),
-            writes: AtomicU64::new(0),
-            commits: AtomicU64::new(0),
-        });
-        let tasks = vec![
-            runtime.spawn(write::flusher(shared.clone())),
-            runtime.spawn(history::compactor(shared.clone(), stale)),
-        ];
-        lock(&shared.tasks).extend(tasks);
-        Ok(Store(Arc::new(Handle(shared))))
+        sled::SledStore::open(dir, cfg).map(|s| Store(Backend::Sled(s)))
     }
 
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &(self.0).0
+    /// Connect to etcd, load every key under the configured prefix into the cache and follow
+    /// its changes; `Connect` if no server answers.
+    pub async fn connect(cfg: EtcdConfig) -> Result<Store, StoreError> {
+        etcd::EtcdStore::connect(cfg)
+            .await
+            .map(|s| Store(Backend::Etcd(s)))
     }
 
-    /// The latest committed revision (0 on an empty store).
+    /// `sled` or `etcd`.
+    pub fn backend(&self) -> &'static str {
+        match &self.0 {
+            Backend::Sled(_) => "sled",
+            Backend::Etcd(_) => "etcd",
+        }
+    }
+
+    /// The latest revision this handle has seen committed (0 on an empty sled store).
     pub fn revision(&self) -> u64 {
-        read_lock(&self.shared().index).revision
+        match &self.0 {
+            Backend::Sled(s) => s.revision(),
+            Backend::Etcd(s) => s.revision(),
+        }
     }
 
-    /// Writes and group commits since the store was opened (writes per commit is the batching
-    /// that group commit achieved).
+    /// Writes and commits since the store was opened (on sled, writes per commit is the
+    /// batching that group commit achieved; on etcd every write is its own transaction).
     pub fn stats(&self) -> StoreStats {
-        StoreStats {
-            writes: self.shared().writes.load(Ordering::Relaxed),
-            commits: self.shared().commits.load(Ordering::Relaxed),
+        match &self.0 {
+            Backend::Sled(s) => s.stats(),
+            Backend::Etcd(s) => s.stats(),
         }
     }
 
     /// The lowest revision a watch can start from: events after it are all retained.
     pub fn oldest_revision(&self) -> u64 {
-        lock(&self.shared().feed).oldest()
+        match &self.0 {
+            Backend::Sled(s) => s.oldest_revision(),
+            Backend::Etcd(s) => s.oldest_revision(),
+        }
     }
 
     pub fn get(&self, key: &str) -> Result<Option<Revisioned>, StoreError> {
-        let index = read_lock(&self.shared().index);
-        Ok(index.objects.get(key).map(|(rev, value)| Revisioned {
-            key: key.to_string(),
-            value: value.clone(),
-            revision: *rev,
-        }))
+        match &self.0 {
+            Backend::Sled(s) => s.get(key),
+            Backend::Etcd(s) => s.get(key),
+        }
     }
 
     /// Keys under `prefix` in order, after `start_after`, at most `limit` of them (`None`: all),
@@ -298,40 +256,29 @@ impl Store {
         start_after: Option<&str>,
         limit: Option<usize>,
     ) -> Result<ListResult, StoreError> {
-        use std::ops::Bound;
-        let index = read_lock(&self.shared().index);
-        let lower = match start_after {
-            Some(k) if k >= prefix => Bound::Excluded(k),
-            _ => Bound::Included(prefix),
-        };
-        let mut iter = index
-            .objects
-            .range::<str, _>((lower, Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(prefix));
-        let items: Vec<Revisioned> = iter
-            .by_ref()
-            .take(limit.unwrap_or(usize::MAX))
-            .map(|(k, (rev, value))| Revisioned {
-                key: k.clone(),
-                value: value.clone(),
-                revision: *rev,
-            })
-            .collect();
-        Ok(ListResult {
-            items,
-            revision: index.revision,
-            remaining: iter.count(),
-        })
+        match &self.0 {
+            Backend::Sled(s) => s.list(prefix, start_after, limit),
+            Backend::Etcd(s) => s.list(prefix, start_after, limit),
+        }
+    }
+
+    /// Wait until reads through this handle reflect every write committed anywhere before the
+    /// call (a consistent read, as upstream's from its watch cache: ask etcd for its current
+    /// revision, wait for the cache to reach it). Immediate on sled, where this handle is the
+    /// only writer.
+    pub async fn sync(&self) -> Result<u64, StoreError> {
+        match &self.0 {
+            Backend::Sled(s) => Ok(s.revision()),
+            Backend::Etcd(s) => s.sync().await,
+        }
     }
 
     /// Store a new key; `AlreadyExists` if present. Returns the write's revision.
     pub async fn create(&self, key: &str, value: Bytes) -> Result<u64, StoreError> {
-        let (rev, _) = write::write(self.shared(), key, |cur| match cur {
-            Some(_) => Err(StoreError::AlreadyExists),
-            None => Ok(Some(value)),
-        })
-        .await?;
-        Ok(rev)
+        match &self.0 {
+            Backend::Sled(s) => s.create(key, value).await,
+            Backend::Etcd(s) => s.create(key, value).await,
+        }
     }
 
     /// Replace a key's value if it is still at `expected_revision`; `NotFound`, or `Conflict`
@@ -342,13 +289,10 @@ impl Store {
         expected_revision: u64,
         value: Bytes,
     ) -> Result<u64, StoreError> {
-        let (rev, _) = write::write(self.shared(), key, |cur| match cur {
-            None => Err(StoreError::NotFound),
-            Some((r, _)) if *r != expected_revision => Err(StoreError::Conflict { current: *r }),
-            Some(_) => Ok(Some(value)),
-        })
-        .await?;
-        Ok(rev)
+        match &self.0 {
+            Backend::Sled(s) => s.update(key, expected_revision, value).await,
+            Backend::Etcd(s) => s.update(key, expected_revision, value).await,
+        }
     }
 
     /// Remove a key (if still at `expected_revision`, when given); returns its last state and
@@ -358,49 +302,64 @@ impl Store {
         key: &str,
         expected_revision: Option<u64>,
     ) -> Result<(Revisioned, u64), StoreError> {
-        let (rev, last) = write::write(self.shared(), key, |cur| match cur {
-            None => Err(StoreError::NotFound),
-            Some((r, _)) if expected_revision.is_some_and(|e| e != *r) => {
-                Err(StoreError::Conflict { current: *r })
-            }
-            Some(_) => Ok(None),
-        })
-        .await?;
-        let (last_rev, value) = last.ok_or(StoreError::NotFound)?;
-        let last = Revisioned {
-            key: key.to_string(),
-            value,
-            revision: last_rev,
-        };
-        Ok((last, rev))
+        match &self.0 {
+            Backend::Sled(s) => s.delete(key, expected_revision).await,
+            Backend::Etcd(s) => s.delete(key, expected_revision).await,
+        }
     }
 
     /// Events for keys under `prefix` with revision > `after_revision`: the retained history
     /// first, then live ones. `Expired` when events after `after_revision` were compacted.
     pub fn watch(&self, prefix: &str, after_revision: u64) -> Result<Watch, StoreError> {
-        Watch::start(self.shared().clone(), prefix, after_revision)
+        match &self.0 {
+            Backend::Sled(s) => s
+                .watch(prefix, after_revision)
+                .map(|w| Watch(WatchInner::Sled(w))),
+            Backend::Etcd(s) => s
+                .watch(prefix, after_revision)
+                .map(|w| Watch(WatchInner::Etcd(Box::new(w)))),
+        }
     }
 
-    /// Drop history beyond the configured count and age now (the compactor does it every
-    /// second). A failure to remove the records on disk is logged; the window still moves.
+    /// Drop history beyond the configured count and age now (sled's compactor does it every
+    /// second; on etcd, the cache's replay window, not etcd's own history).
     pub fn compact_now(&self) {
-        if let Err(e) = history::compact(self.shared(), tokio::time::Instant::now()) {
-            tracing::warn!(error = %e, "compacting the store history failed");
+        match &self.0 {
+            Backend::Sled(s) => s.compact_now(),
+            Backend::Etcd(s) => s.compact_now(),
         }
     }
 
-    /// Finish pending writes, flush, and stop the background tasks; later writes fail with
-    /// `Closed` and watches end once they have delivered every committed event.
+    /// Finish pending writes and stop the background tasks; later writes fail with `Closed` and
+    /// watches end once they have delivered every committed event.
     pub async fn close(&self) {
-        write::begin_close(self.shared());
-        let tasks = std::mem::take(&mut *lock(&self.shared().tasks));
-        for task in tasks {
-            if let Err(e) = task.await {
-                tracing::error!(error = %e, "store task failed");
-            }
+        match &self.0 {
+            Backend::Sled(s) => s.close().await,
+            Backend::Etcd(s) => s.close().await,
         }
-        if let Err(e) = self.shared().db.flush_async().await {
-            tracing::error!(error = %e, "final flush of the store failed");
+    }
+}
+
+/// A watch on a prefix, from either backend.
+pub struct Watch(WatchInner);
+
+enum WatchInner {
+    Sled(sled::watch::Watch),
+    Etcd(Box<etcd::watch::Watch>),
+}
+
+impl Watch {
+    /// The next event under the prefix, in revision order. `Some(Err(_))` once if the watch cannot
+    /// continue (`Expired`: re-list), then `None`; `None` also when the store closes.
+    pub async fn next(&mut self) -> Option<Result<Arc<Event>, StoreError>> {
+        match &mut self.0 {
+            WatchInner::Sled(w) => w.next().await,
+            WatchInner::Etcd(w) => w.next().await,
         }
+    }
+
+    /// The watch as a stream of the same items as `next`.
+    pub fn into_stream(self) -> impl Stream<Item = Result<Arc<Event>, StoreError>> + Send {
+        futures::stream::unfold(self, |mut w| async move { w.next().await.map(|x| (x, w)) })
     }
 }

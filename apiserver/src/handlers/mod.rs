@@ -290,6 +290,17 @@ async fn route(state: AppState, request: Request<'_>, body: Body) -> ApiResult<R
     Ok(with_warnings(resp, &deprecation))
 }
 
+/// A read that must see every write committed before it: no resourceVersion given (`0` reads
+/// whatever the cache has; an exact one is checked by the handler), not a continued list.
+fn consistent_read(ctx: &Ctx) -> bool {
+    ctx.query
+        .resource_version
+        .as_deref()
+        .unwrap_or("")
+        .is_empty()
+        && ctx.query.continue_.as_deref().unwrap_or("").is_empty()
+}
+
 /// Hand a request for a served resource to its verb's handler.
 async fn serve_target(ctx: Ctx, method: Method, body: Body) -> ApiResult<Response> {
     let verb_allowed = |verb: &str| ctx.target.info.verbs.contains(&verb);
@@ -297,6 +308,11 @@ async fn serve_target(ctx: Ctx, method: Method, body: Body) -> ApiResult<Respons
     let has_name = ctx.target.name.is_some();
     // Server-side apply is a PATCH told apart by its Content-Type.
     let is_apply = matches!(body_format(&ctx.headers), Ok(BodyFormat::ApplyPatch));
+    if method == Method::GET && consistent_read(&ctx) {
+        // As upstream's consistent reads from its watch cache: what any API server on the same
+        // etcd committed before this request is seen (immediate on sled).
+        ctx.state.objects.store().sync().await?;
+    }
     match (method, has_name, sub.as_deref()) {
         (Method::GET, false, None) if ctx.query.is_watch() => watch::watch(ctx).await,
         (Method::GET, false, None) if verb_allowed("list") => read::list(ctx),

@@ -1,6 +1,7 @@
-//! The allocation records in the store: one key per cluster IP (`/allocations/serviceips/IP`)
-//! and per node port (`/allocations/nodeports/PORT`), whose value names the Service holding
-//! it, as upstream's IPAddress objects do. A record is created only if absent, so two
+//! The allocation records in the store: one key per cluster IP (`/ranges/serviceips/IP`)
+//! and per node port (`/ranges/servicenodeports/PORT`), whose value names the Service holding
+//! it, as upstream's IPAddress objects do (upstream keeps one bitmap per range at
+//! `/registry/ranges/serviceips`; one key per value lets a create-if-absent claim it). A record is created only if absent, so two
 //! concurrent creates can never both get one value, and it outlives any process.
 
 use serde::{Deserialize, Serialize};
@@ -9,8 +10,8 @@ use tinykube_store::{Store, StoreError};
 
 use crate::error::{ApiError, ApiResult};
 
-pub const IP_PREFIX: &str = "/allocations/serviceips/";
-pub const PORT_PREFIX: &str = "/allocations/nodeports/";
+pub const IP_PREFIX: &str = "/ranges/serviceips/";
+pub const PORT_PREFIX: &str = "/ranges/servicenodeports/";
 
 /// One allocatable value.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -8,8 +8,9 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-use crate::codec;
-use crate::{lock, Event, Shared, StoreError};
+use super::codec;
+use super::Shared;
+use crate::{lock, Event, StoreError};
 
 /// How often the compactor runs.
 const COMPACT_EVERY: Duration = Duration::from_secs(1);

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
-use crate::codec;
-use crate::{lock, write_lock, Event, EventType, Shared, StoreError};
+use super::codec;
+use super::Shared;
+use crate::{lock, write_lock, Event, EventType, StoreError};
 
 /// A key's value and the revision that wrote it.
 pub(crate) type State = Option<(u64, Bytes)>;
@@ -248,7 +249,7 @@ fn commit(shared: &Shared, events: Vec<Arc<Event>>) {
             }
         }
     }
-    shared.commit.send_replace(crate::write::Commit {
+    shared.commit.send_replace(super::write::Commit {
         revision: last,
         broken: false,
     });

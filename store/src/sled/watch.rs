@@ -6,11 +6,11 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use futures::Stream;
 use tokio::sync::broadcast;
 
-use crate::codec;
-use crate::{lock, Event, Shared, StoreError};
+use super::codec;
+use super::Shared;
+use crate::{lock, Event, StoreError};
 
 /// History records read per refill.
 const CHUNK: u64 = 256;
@@ -101,11 +101,6 @@ impl Watch {
                 Err(broadcast::error::RecvError::Closed) => self.done = true,
             }
         }
-    }
-
-    /// The watch as a stream of the same items as `next`.
-    pub fn into_stream(self) -> impl Stream<Item = Result<Arc<Event>, StoreError>> + Send {
-        futures::stream::unfold(self, |mut w| async move { w.next().await.map(|x| (x, w)) })
     }
 
     /// After falling behind the fan-out: subscribe again and read what was missed from the
