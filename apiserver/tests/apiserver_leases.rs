@@ -1,7 +1,8 @@
 //! The API server's identity lease and the `kubernetes` endpoints it derives from the live
 //! leases, on a manual clock: another API server's lease (written here as that server would)
 //! joins the Endpoints and EndpointSlices, leaves them once it goes 15 s unrenewed, and is
-//! deleted after its hour; on shutdown the server removes its own lease.
+//! deleted after its hour; on shutdown the server removes its own lease. Two API servers on one
+//! etcd list each other, and the one that stops leaves at once.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -24,10 +25,19 @@ struct Server {
 }
 
 async fn serve(clock: Clock, dir: &std::path::Path) -> Server {
+    serve_on(clock, dir, tinykube_apiserver::Storage::Sled).await
+}
+
+async fn serve_on(
+    clock: Clock,
+    dir: &std::path::Path,
+    storage: tinykube_apiserver::Storage,
+) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut config = tinykube_apiserver::Config::new(addr, dir.join("data"));
     config.clock = clock;
+    config.storage = storage;
     let shutdown = CancellationToken::new();
     let done = tokio::spawn({
         let shutdown = shutdown.clone();
@@ -257,6 +267,54 @@ async fn the_kubernetes_endpoints_follow_the_live_identity_leases() {
     again
         .wait_endpoints((vec![port], vec![("kubernetes".into(), port)]))
         .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_servers_on_one_etcd_list_each_other_and_one_that_stops_leaves_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = tinykube_store::LocalEtcd::start(&dir.path().join("etcd"))
+        .await
+        .unwrap();
+    let storage = || {
+        tinykube_apiserver::Storage::Etcd(tinykube_store::EtcdConfig::new(vec![etcd.client_url()]))
+    };
+    let clock = Clock::manual(start());
+    // One after the other: the first creates the CA the second loads from the shared data dir.
+    let a = serve_on(clock.clone(), dir.path(), storage()).await;
+    let b = serve_on(clock.clone(), dir.path(), storage()).await;
+    let (pa, pb) = (a.port as u64, b.port as u64);
+    // The second found the first's lease live: both are listed, whoever is asked.
+    let mut ports = vec![pa, pb];
+    ports.sort();
+    let slices = vec![
+        ("kubernetes".to_string(), ports[0]),
+        (format!("kubernetes-{}", ports[1]), ports[1]),
+    ];
+    a.wait_endpoints((ports.clone(), slices.clone())).await;
+    b.wait_endpoints((ports.clone(), slices)).await;
+    assert_eq!(b.identity_leases().await.len(), 2);
+    let svc = b
+        .get("/api/v1/namespaces/default/services/kubernetes")
+        .await;
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], ports[0]);
+
+    // A stops: its lease goes and B lists itself alone, without waiting for a lease to expire.
+    a.shutdown.cancel();
+    a.done.await.unwrap();
+    b.wait_endpoints((vec![pb], vec![("kubernetes".into(), pb)]))
+        .await;
+    let leases = b.identity_leases().await;
+    assert_eq!(leases.len(), 1, "{leases:?}");
+    assert_eq!(
+        leases[0]["metadata"]["annotations"]["apiserver.tinykube.io/address"],
+        format!("127.0.0.1:{pb}")
+    );
+    let svc = b
+        .get("/api/v1/namespaces/default/services/kubernetes")
+        .await;
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], pb);
+    b.shutdown.cancel();
+    b.done.await.unwrap();
 }
 
 #[tokio::test]
