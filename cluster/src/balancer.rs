@@ -51,7 +51,9 @@ pub fn spawn(listener: TcpListener, backends: Vec<SocketAddr>) -> JoinHandle<()>
             let start = next.fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
                 let Some((addr, mut server)) = connect(&backends, start).await else {
-                    tracing::warn!(%peer, "balancer: no API server accepts connections");
+                    // Each API server's death is reported already (and while the cluster
+                    // stops, components still reconnect): nothing new for the terminal.
+                    tracing::debug!(%peer, "balancer: no API server accepts connections");
                     return;
                 };
                 let _ = client.set_nodelay(true);
