@@ -25,7 +25,7 @@ use futures::Stream;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use etcd::{EtcdConfig, LocalEtcd};
+pub use etcd::{free_port, EtcdConfig, LocalEtcd, Member};
 
 /// Settings of a store.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::builder::{addresses, Builder};
-use crate::{Running, StartError, TestCluster};
+use crate::{lock, Running, StartError, TestCluster};
 
 /// How long the nodes may take to become Ready before `start` gives up.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -64,6 +64,7 @@ pub(crate) async fn start(b: Builder) -> Result<TestCluster, StartError> {
         tasks: Mutex::new(Vec::new()),
         kubelets: Mutex::new(BTreeMap::new()),
         dir: Some(dir),
+        etcd: Mutex::new(None),
     };
     // From here on, dropping `running` stops whatever was started and removes the data.
     let data = running.dir().to_path_buf();
@@ -76,6 +77,18 @@ pub(crate) async fn start(b: Builder) -> Result<TestCluster, StartError> {
         ..Default::default()
     };
     std::fs::create_dir_all(&api_config.data_dir).map_err(StartError::TempDir)?;
+    if b.etcd {
+        let etcd_dir = data.join("etcd");
+        let etcd = handle
+            .spawn(async move { tinykube_store::LocalEtcd::start(&etcd_dir).await })
+            .await
+            .map_err(|e| StartError::Component(e.to_string()))?
+            .map_err(|e| StartError::Component(format!("etcd: {e}")))?;
+        let servers = vec![etcd.client_url()];
+        *lock(&running.etcd) = Some(etcd);
+        api_config.storage =
+            tinykube_apiserver::Storage::Etcd(tinykube_store::EtcdConfig::new(servers));
+    }
     let token = shutdown.clone();
     running.spawn("apiserver", async move {
         let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;

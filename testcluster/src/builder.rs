@@ -80,6 +80,7 @@ pub struct Builder {
     pub(crate) file_check_frequency: Duration,
     pub(crate) temp_parent: Option<PathBuf>,
     pub(crate) durable: bool,
+    pub(crate) etcd: bool,
     pub(crate) metrics_resolution: Option<Duration>,
 }
 
@@ -99,6 +100,7 @@ impl Default for Builder {
             file_check_frequency: Duration::from_secs(1),
             temp_parent: None,
             durable: false,
+            etcd: std::env::var("TINYKUBE_TEST_STORAGE").is_ok_and(|v| v == "etcd"),
             metrics_resolution: None,
         }
     }
@@ -208,6 +210,14 @@ impl Builder {
     /// envtest's etcd); every other guarantee (revisions, compare-and-swap, watches) holds.
     pub fn durable(mut self, durable: bool) -> Self {
         self.durable = durable;
+        self
+    }
+
+    /// Store the cluster's objects in etcd (a local `etcd` from PATH started for the cluster,
+    /// its data in the cluster's directory) instead of sled. The default is sled, or etcd when
+    /// the environment has `TINYKUBE_TEST_STORAGE=etcd`, which runs any test on etcd unchanged.
+    pub fn etcd(mut self, etcd: bool) -> Self {
+        self.etcd = etcd;
         self
     }
 

@@ -251,6 +251,8 @@ pub(crate) struct Running {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     kubelets: Mutex<BTreeMap<String, boot::KubeletRun>>,
     dir: Option<tempfile::TempDir>,
+    /// The cluster's etcd, when it stores there.
+    etcd: Mutex<Option<tinykube_store::LocalEtcd>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -327,6 +329,7 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.shutdown.cancel();
         let tasks = self.take_tasks();
+        let etcd = lock(&self.etcd).take();
         if let Some(runtime) = self.runtime.take() {
             // A runtime cannot be shut down from inside another one (the test's): do it on a
             // thread of its own, and wait for it.
@@ -334,6 +337,9 @@ impl Drop for Running {
                 runtime.block_on(async {
                     let _ =
                         tokio::time::timeout(STOP_TIMEOUT, futures::future::join_all(tasks)).await;
+                    if let Some(mut etcd) = etcd {
+                        etcd.kill().await;
+                    }
                 });
                 runtime.shutdown_timeout(Duration::from_secs(1));
             });

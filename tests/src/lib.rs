@@ -32,7 +32,90 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
-/// A running tinykube-apiserver with its own data dir and kubeconfig.
+/// A local etcd member (from PATH) for an API server on `--storage-backend etcd`; killed when
+/// dropped.
+pub struct Etcd {
+    child: Option<Child>,
+    member: tinykube_store::Member,
+}
+
+impl Etcd {
+    /// Start one member with its data in `dir` on free ports and wait until it is healthy.
+    pub fn start(dir: &Path) -> Result<Etcd> {
+        let member = tinykube_store::Member {
+            name: "etcd0".into(),
+            dir: dir.to_path_buf(),
+            client_port: tinykube_store::free_port()?,
+            peer_port: tinykube_store::free_port()?,
+        };
+        let mut etcd = Etcd {
+            child: None,
+            member,
+        };
+        etcd.spawn(true)?;
+        Ok(etcd)
+    }
+
+    fn spawn(&mut self, new_cluster: bool) -> Result<()> {
+        let binary = tinykube_store::LocalEtcd::binary()?;
+        std::fs::create_dir_all(&self.member.dir)?;
+        let log = std::fs::File::create(self.member.dir.join("etcd.log"))?;
+        let child = Command::new(binary)
+            .args(
+                self.member
+                    .args(std::slice::from_ref(&self.member), new_cluster),
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting etcd")?;
+        self.child = Some(child);
+        let health = format!("{}/health", self.url());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(r) = reqwest::blocking::get(&health) {
+                if r.text().is_ok_and(|t| t.contains("\"true\"")) {
+                    return Ok(());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bail!("etcd at {} did not become healthy", self.url())
+    }
+
+    pub fn url(&self) -> String {
+        self.member.client_url()
+    }
+
+    /// SIGKILL etcd.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Start again on the same data and ports.
+    pub fn restart(&mut self) -> Result<()> {
+        self.kill9();
+        self.spawn(false)
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Whether the environment asks every test's API server to store in etcd.
+pub fn etcd_requested() -> bool {
+    std::env::var("TINYKUBE_TEST_STORAGE").is_ok_and(|v| v == "etcd")
+}
+
+/// A running tinykube-apiserver with its own data dir and kubeconfig (and its own etcd, when
+/// it stores there).
 pub struct ApiServer {
     child: Option<Child>,
     dir: tempfile::TempDir,
@@ -40,6 +123,8 @@ pub struct ApiServer {
     pub port: u16,
     /// The extra flags it was started with, kept by `restart`.
     extra: Vec<String>,
+    /// Declared last: dropped after the server.
+    pub etcd: Option<Etcd>,
 }
 
 fn spawn_apiserver(data: &Path, port: u16, extra: &[&str]) -> Result<(Child, String)> {
@@ -75,10 +160,30 @@ impl ApiServer {
         Self::start_with(&[])
     }
 
-    /// Start with extra flags.
+    /// Start with extra flags (on etcd when `TINYKUBE_TEST_STORAGE=etcd`).
     pub fn start_with(extra: &[&str]) -> Result<ApiServer> {
+        Self::start_on(extra, etcd_requested())
+    }
+
+    /// Start on a fresh local etcd.
+    pub fn start_on_etcd(extra: &[&str]) -> Result<ApiServer> {
+        Self::start_on(extra, true)
+    }
+
+    fn start_on(extra: &[&str], on_etcd: bool) -> Result<ApiServer> {
         let dir = tempfile::tempdir()?;
-        let (child, url) = spawn_apiserver(&dir.path().join("data"), 0, extra)?;
+        let etcd = match on_etcd {
+            true => Some(Etcd::start(&dir.path().join("etcd"))?),
+            false => None,
+        };
+        let mut flags: Vec<String> = Vec::new();
+        if let Some(etcd) = &etcd {
+            flags.extend(["--storage-backend".into(), "etcd".into()]);
+            flags.extend(["--etcd-servers".into(), etcd.url()]);
+        }
+        flags.extend(extra.iter().map(|s| s.to_string()));
+        let extra: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let (child, url) = spawn_apiserver(&dir.path().join("data"), 0, &extra)?;
         let port = url
             .rsplit(':')
             .next()
@@ -89,7 +194,8 @@ impl ApiServer {
             dir,
             url,
             port,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
+            extra: flags.clone(),
+            etcd,
         };
         server.write_kubeconfig()?;
         server.wait_healthy()?;
@@ -160,10 +266,18 @@ impl ApiServer {
         self.wait_healthy()
     }
 
-    /// Start again on the same data dir and port with other flags (e.g. authentication on).
+    /// Start again on the same data dir (and etcd) and port with other flags (e.g.
+    /// authentication on).
     pub fn restart_with(&mut self, extra: &[&str]) -> Result<()> {
         self.kill9();
-        let (child, url) = spawn_apiserver(&self.data_dir(), self.port, extra)?;
+        let mut flags: Vec<String> = Vec::new();
+        if let Some(etcd) = &self.etcd {
+            flags.extend(["--storage-backend".into(), "etcd".into()]);
+            flags.extend(["--etcd-servers".into(), etcd.url()]);
+        }
+        flags.extend(extra.iter().map(|s| s.to_string()));
+        let extra: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let (child, url) = spawn_apiserver(&self.data_dir(), self.port, &extra)?;
         self.child = Some(child);
         self.url = url;
         self.write_kubeconfig()?;

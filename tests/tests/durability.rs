@@ -1,5 +1,6 @@
-//! Durability: concurrent clients write, the server is killed with SIGKILL mid-stream, and after
-//! a restart on the same data dir every acknowledged write is there.
+//! Durability: concurrent clients write, the server (or, on etcd, etcd itself) is killed with
+//! SIGKILL mid-stream, and after a restart on the same data every acknowledged write is there,
+//! on sled and on etcd.
 
 use std::sync::{Arc, Mutex};
 
@@ -8,7 +9,26 @@ use tinykube_tests::ApiServer;
 
 #[test]
 fn acknowledged_writes_survive_kill_9() {
-    let mut server = ApiServer::start().unwrap();
+    storm_kill_restart(ApiServer::start().unwrap(), Victim::ApiServer);
+}
+
+#[test]
+fn acknowledged_writes_survive_kill_9_on_etcd() {
+    storm_kill_restart(ApiServer::start_on_etcd(&[]).unwrap(), Victim::ApiServer);
+}
+
+#[test]
+fn acknowledged_writes_survive_kill_9_of_etcd() {
+    storm_kill_restart(ApiServer::start_on_etcd(&[]).unwrap(), Victim::Etcd);
+}
+
+/// What the test kills mid-storm.
+enum Victim {
+    ApiServer,
+    Etcd,
+}
+
+fn storm_kill_restart(mut server: ApiServer, victim: Victim) {
     let url = format!("{}/api/v1/namespaces/default/configmaps", server.url);
     let acked = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
     let mut writers = Vec::new();
@@ -39,7 +59,10 @@ fn acknowledged_writes_survive_kill_9() {
     while acked.lock().unwrap().len() < 400 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    server.kill9();
+    match victim {
+        Victim::ApiServer => server.kill9(),
+        Victim::Etcd => server.etcd.as_mut().expect("on etcd").kill9(),
+    }
     for w in writers {
         w.join().unwrap();
     }
@@ -50,7 +73,11 @@ fn acknowledged_writes_survive_kill_9() {
         acked.len()
     );
 
-    server.restart().unwrap();
+    match victim {
+        Victim::ApiServer => server.restart().unwrap(),
+        // The API server stays up and follows etcd again once it is back.
+        Victim::Etcd => server.etcd.as_mut().unwrap().restart().unwrap(),
+    }
     let list: Value = server.http().get(&url).send().unwrap().json().unwrap();
     let stored: std::collections::HashMap<String, String> = list["items"]
         .as_array()

@@ -29,7 +29,7 @@ use bytes::Bytes;
 use etcd_client::{Compare, CompareOp, DeleteOptions, GetOptions, Txn, TxnOp, TxnOpResponse};
 use tokio::sync::{broadcast, Notify};
 
-pub use server::LocalEtcd;
+pub use server::{free_port, LocalEtcd, Member};
 
 use crate::{lock, read_lock, Event, ListResult, Revisioned, StoreError, StoreStats};
 
