@@ -309,7 +309,9 @@ pub async fn serve(
         .await
         .map_err(ServerError::Services)?;
     tracing::info!(?repaired, "service allocations repaired");
-    services::kubernetes::ensure_all(&state, addr)
+    // On sled the store is this server's alone: no other API server's lease can be live.
+    let shared_store = matches!(config.storage, Storage::Etcd(_));
+    let apiservers = services::kubernetes::ensure_all(&state, addr, shared_store)
         .await
         .map_err(ServerError::Services)?;
     crds::start(state.clone()).await;
@@ -335,6 +337,7 @@ pub async fn serve(
                 .map_err(ServerError::Serve)
         }
     };
+    apiservers.stop().await;
     store.close().await;
     result
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 pub const SIMULATE_ABOVE: usize = 10;
 
 /// The shape of a cluster, saved in `DATA_DIR/cluster.json`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shape {
     pub workers: usize,
     pub masters: usize,
@@ -20,6 +20,29 @@ pub struct Shape {
     /// HTTPS with client certificates (`tinykube up --secure`).
     #[serde(default)]
     pub secure: bool,
+    /// Where the API servers keep the objects.
+    #[serde(default)]
+    pub storage: Storage,
+    /// How many API servers (`--apiservers`); above one, behind the launcher's balancer.
+    #[serde(default = "one")]
+    pub apiservers: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// The store of a cluster's API servers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "backend", rename_all = "camelCase")]
+pub enum Storage {
+    /// Each API server's embedded sled store in `DATA_DIR/apiserver` (one API server).
+    #[default]
+    Sled,
+    /// A local `etcd` the launcher runs, its data in `DATA_DIR/etcd` (`--etcd`).
+    LocalEtcd,
+    /// etcd servers run by someone else (`--etcd-servers URL,URL`).
+    Etcd { servers: Vec<String> },
 }
 
 impl Default for Shape {
@@ -29,26 +52,75 @@ impl Default for Shape {
             masters: 0,
             port: 6443,
             secure: false,
+            storage: Storage::Sled,
+            apiservers: 1,
         }
     }
 }
 
+/// What this run of `tinykube up` asked for; `None`: as the saved cluster, else the default.
+#[derive(Debug, Clone, Default)]
+pub struct Requested {
+    pub workers: Option<usize>,
+    pub masters: Option<usize>,
+    pub port: Option<u16>,
+    pub secure: Option<bool>,
+    /// `--etcd` (`--etcd=false`: back to sled).
+    pub etcd: Option<bool>,
+    /// `--etcd-servers URL,URL`.
+    pub etcd_servers: Option<Vec<String>>,
+    pub apiservers: Option<usize>,
+}
+
 impl Shape {
     /// Flags given on this run win; the rest comes from the saved shape, then the defaults.
-    pub fn resolve(
-        saved: Option<Shape>,
-        workers: Option<usize>,
-        masters: Option<usize>,
-        port: Option<u16>,
-        secure: Option<bool>,
-    ) -> Shape {
+    pub fn resolve(saved: Option<Shape>, asked: &Requested) -> Shape {
         let base = saved.unwrap_or_default();
+        let storage = match (&asked.etcd_servers, asked.etcd) {
+            (Some(servers), _) => Storage::Etcd {
+                servers: servers.clone(),
+            },
+            (None, Some(true)) => Storage::LocalEtcd,
+            (None, Some(false)) => Storage::Sled,
+            (None, None) => base.storage,
+        };
         Shape {
-            workers: workers.unwrap_or(base.workers),
-            masters: masters.unwrap_or(base.masters),
-            port: port.unwrap_or(base.port),
-            secure: secure.unwrap_or(base.secure),
+            workers: asked.workers.unwrap_or(base.workers),
+            masters: asked.masters.unwrap_or(base.masters),
+            port: asked.port.unwrap_or(base.port),
+            secure: asked.secure.unwrap_or(base.secure),
+            storage,
+            apiservers: asked.apiservers.unwrap_or(base.apiservers),
         }
+    }
+
+    /// Why this shape cannot run, in the words of the flags that make it.
+    pub fn check(&self) -> Result<(), String> {
+        if self.apiservers == 0 {
+            return Err("--apiservers must be at least 1".into());
+        }
+        if self.apiservers > 1 && self.storage == Storage::Sled {
+            return Err(format!(
+                "--apiservers {} needs a store the API servers share: add --etcd (a local etcd) or --etcd-servers URL,URL (sled is one API server's own)",
+                self.apiservers
+            ));
+        }
+        if let Storage::Etcd { servers } = &self.storage {
+            if servers.is_empty() {
+                return Err("--etcd-servers needs at least one URL (http://HOST:PORT)".into());
+            }
+            for s in servers {
+                let rest = s
+                    .strip_prefix("http://")
+                    .or_else(|| s.strip_prefix("https://"));
+                if rest.is_none_or(|r| r.is_empty()) {
+                    return Err(format!(
+                        "--etcd-servers: {s:?} is not a URL (http://HOST:PORT)"
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -99,6 +171,10 @@ impl Layout {
         self.root
             .join("pki")
             .join(format!("{component}.kubeconfig"))
+    }
+    /// The local etcd's data (`tinykube up --etcd`).
+    pub fn etcd_data(&self) -> PathBuf {
+        self.root.join("etcd")
     }
     /// The cluster CA the API server generates (`ca.crt`; its key beside it).
     pub fn ca_cert(&self) -> PathBuf {
@@ -263,38 +339,136 @@ mod tests {
             masters: 1,
             port: 7000,
             secure: true,
+            storage: Storage::LocalEtcd,
+            apiservers: 3,
         };
-        let shape = |workers, masters, port, secure| Shape {
+        let shape = |workers, masters, port, secure, storage: Storage, apiservers| Shape {
             workers,
             masters,
             port,
             secure,
+            storage,
+            apiservers,
+        };
+        let none = Requested::default();
+        let servers = vec!["http://10.0.0.1:2379".to_string()];
+        let external = Storage::Etcd {
+            servers: servers.clone(),
         };
         let cases = [
-            (None, None, None, None, None, Shape::default()),
-            (Some(saved), None, None, None, None, saved),
+            (None, none.clone(), Shape::default()),
+            (Some(saved.clone()), none.clone(), saved.clone()),
             (
-                Some(saved),
-                Some(2),
-                None,
-                Some(0),
-                None,
-                shape(2, 1, 0, true),
+                Some(saved.clone()),
+                Requested {
+                    workers: Some(2),
+                    port: Some(0),
+                    ..none.clone()
+                },
+                shape(2, 1, 0, true, Storage::LocalEtcd, 3),
             ),
             (
-                Some(saved),
-                None,
-                None,
-                None,
-                Some(false),
-                shape(5, 1, 7000, false),
+                Some(saved.clone()),
+                Requested {
+                    secure: Some(false),
+                    etcd: Some(false),
+                    apiservers: Some(1),
+                    ..none.clone()
+                },
+                shape(5, 1, 7000, false, Storage::Sled, 1),
             ),
-            (None, None, Some(1), None, None, shape(3, 1, 6443, false)),
-            (None, None, None, None, Some(true), shape(3, 0, 6443, true)),
+            (
+                None,
+                Requested {
+                    masters: Some(1),
+                    ..none.clone()
+                },
+                shape(3, 1, 6443, false, Storage::Sled, 1),
+            ),
+            (
+                None,
+                Requested {
+                    secure: Some(true),
+                    etcd: Some(true),
+                    apiservers: Some(2),
+                    ..none.clone()
+                },
+                shape(3, 0, 6443, true, Storage::LocalEtcd, 2),
+            ),
+            (
+                // Given servers win over the saved local etcd.
+                Some(saved.clone()),
+                Requested {
+                    etcd_servers: Some(servers.clone()),
+                    ..none.clone()
+                },
+                shape(5, 1, 7000, true, external.clone(), 3),
+            ),
         ];
-        for (saved, w, m, p, secure, want) in cases {
-            assert_eq!(Shape::resolve(saved, w, m, p, secure), want);
+        for (saved, asked, want) in cases {
+            assert_eq!(Shape::resolve(saved, &asked), want, "{asked:?}");
         }
+    }
+
+    #[test]
+    fn shapes_that_cannot_run_say_which_flag_is_wrong() {
+        let with = |storage: Storage, apiservers| Shape {
+            storage,
+            apiservers,
+            ..Shape::default()
+        };
+        let etcd = |s: &[&str]| Storage::Etcd {
+            servers: s.iter().map(|s| s.to_string()).collect(),
+        };
+        let cases = [
+            (with(Storage::Sled, 1), None),
+            (with(Storage::LocalEtcd, 3), None),
+            (
+                with(etcd(&["http://127.0.0.1:2379", "https://e:2379"]), 2),
+                None,
+            ),
+            (
+                with(Storage::Sled, 0),
+                Some("--apiservers must be at least 1"),
+            ),
+            (
+                with(Storage::Sled, 3),
+                Some("--apiservers 3 needs a store the API servers share: add --etcd (a local etcd) or --etcd-servers URL,URL (sled is one API server's own)"),
+            ),
+            (
+                with(etcd(&["127.0.0.1:2379"]), 1),
+                Some(r#"--etcd-servers: "127.0.0.1:2379" is not a URL (http://HOST:PORT)"#),
+            ),
+            (
+                with(etcd(&["http://"]), 1),
+                Some(r#"--etcd-servers: "http://" is not a URL (http://HOST:PORT)"#),
+            ),
+            (
+                with(etcd(&[]), 1),
+                Some("--etcd-servers needs at least one URL (http://HOST:PORT)"),
+            ),
+        ];
+        for (shape, want) in cases {
+            assert_eq!(shape.check().err().as_deref(), want, "{shape:?}");
+        }
+    }
+
+    #[test]
+    fn an_old_cluster_json_is_a_sled_cluster_with_one_api_server() {
+        let old = r#"{"workers": 2, "masters": 0, "port": 6443}"#;
+        let shape: Shape = serde_json::from_str(old).unwrap();
+        assert_eq!((shape.storage, shape.apiservers), (Storage::Sled, 1));
+        let saved = serde_json::to_string(&Shape {
+            storage: Storage::Etcd {
+                servers: vec!["http://e:2379".into()],
+            },
+            ..Shape::default()
+        })
+        .unwrap();
+        assert!(
+            saved.contains(r#""storage":{"backend":"etcd","servers":["http://e:2379"]}"#),
+            "{saved}"
+        );
     }
 
     #[test]
@@ -304,7 +478,7 @@ mod tests {
             workers: 3,
             masters: 1,
             port: 0,
-            secure: false,
+            ..Shape::default()
         });
         let names: Vec<Vec<String>> = p.iter().map(KubeletPlan::node_names).collect();
         assert_eq!(names, [["master0"], ["worker0"], ["worker1"], ["worker2"]]);
@@ -330,9 +504,8 @@ mod tests {
 
         let big = plan(&Shape {
             workers: 1000,
-            masters: 0,
             port: 0,
-            secure: false,
+            ..Shape::default()
         });
         assert_eq!(big.len(), 1);
         assert_eq!(big[0].node_names().len(), 1000);

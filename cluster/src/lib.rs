@@ -3,8 +3,13 @@
 //! waits until every node is Ready, writes the kubeconfig, prints how to use the cluster and
 //! stays in the foreground until Ctrl-C or SIGTERM, reporting any component that dies.
 //!
-//! One entry, [`run`]. [`layout`] decides names, addresses and paths; [`process`] runs children.
+//! One entry, [`run`]. [`layout`] decides names, addresses and paths; [`process`] runs children;
+//! [`control_plane`] starts the store ([`etcd`] with `--etcd`) and the API servers, behind the
+//! [`balancer`] when there are several.
 
+pub mod balancer;
+pub mod control_plane;
+pub mod etcd;
 pub mod layout;
 pub mod pki;
 pub mod process;
@@ -20,8 +25,8 @@ use tinykube_client::{Api, Client, ListParams, Patch};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::layout::{Layout, Shape};
-use crate::process::{Component, Exit};
+use crate::layout::{Layout, Requested, Shape};
+use crate::process::{Component, Exit, Processes};
 
 /// How long the nodes may take to become Ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -51,6 +56,12 @@ pub struct Config {
     /// The controller manager's `--horizontal-pod-autoscaler-downscale-stabilization` (5 min
     /// when unset).
     pub hpa_downscale_stabilization: Option<Duration>,
+    /// `--etcd`: a local etcd (`Some(false)`: back to sled); unset: as the saved cluster.
+    pub etcd: Option<bool>,
+    /// `--etcd-servers URL,URL`: etcd run by someone else.
+    pub etcd_servers: Option<Vec<String>>,
+    /// `--apiservers N` (several need etcd); unset: as the saved cluster, else one.
+    pub apiservers: Option<usize>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +69,16 @@ pub enum ClusterError {
     #[error("preparing the data directory {path}: {source}")]
     DataDir {
         path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Flags(String),
+    #[error("etcd not found on PATH: install Debian's etcd-server or pass --etcd-servers")]
+    EtcdMissing,
+    #[error("the API servers' balancer cannot listen on 127.0.0.1:{port} (in use? try --port 0): {source}")]
+    Balancer {
+        port: u16,
         #[source]
         source: std::io::Error,
     },
@@ -69,8 +90,13 @@ pub enum ClusterError {
         #[source]
         source: std::io::Error,
     },
-    #[error("the API server did not start (is port {port} in use? try --port 0); its log ends with:\n{log}")]
-    ApiServer { port: u16, log: String },
+    #[error("{name} did not start{hint}; its log ends with:\n{log}")]
+    ApiServer {
+        name: String,
+        /// Why it might not have, when the port was the user's choice.
+        hint: String,
+        log: String,
+    },
     #[error("{component} {how} before the cluster was ready; its log ends with:\n{log}")]
     Died {
         component: String,
@@ -87,47 +113,10 @@ pub enum ClusterError {
     Interrupted,
 }
 
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ClusterError + '_ {
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ClusterError + '_ {
     move |source| ClusterError::DataDir {
         path: path.to_path_buf(),
         source,
-    }
-}
-
-/// A running cluster's processes, stopped in reverse order of start.
-struct Processes {
-    components: Vec<Component>,
-    exited: BTreeSet<String>,
-}
-
-impl Processes {
-    fn find(&self, name: &str) -> Option<&Component> {
-        self.components.iter().find(|c| c.name == name)
-    }
-
-    async fn stop(&mut self, exits: &mut mpsc::UnboundedReceiver<Exit>) {
-        let live: Vec<Component> = self
-            .components
-            .iter()
-            .rev()
-            .filter(|c| !self.exited.contains(&c.name))
-            .cloned()
-            .collect();
-        for c in &live {
-            process::signal(c.pid, "TERM");
-        }
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while live.iter().any(|c| !self.exited.contains(&c.name)) {
-            match tokio::time::timeout_at(deadline, exits.recv()).await {
-                Ok(Some(e)) => {
-                    self.exited.insert(e.name);
-                }
-                _ => break,
-            }
-        }
-        for c in live.iter().filter(|c| !self.exited.contains(&c.name)) {
-            process::signal(c.pid, "KILL");
-        }
     }
 }
 
@@ -152,11 +141,17 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
     let resumed = saved.is_some();
     let shape = Shape::resolve(
         saved,
-        config.workers,
-        config.masters,
-        config.port,
-        config.secure,
+        &Requested {
+            workers: config.workers,
+            masters: config.masters,
+            port: config.port,
+            secure: config.secure,
+            etcd: config.etcd,
+            etcd_servers: config.etcd_servers.clone(),
+            apiservers: config.apiservers,
+        },
     );
+    shape.check().map_err(ClusterError::Flags)?;
     let plans = layout::plan(&shape);
     let node_names: Vec<String> = plans.iter().flat_map(|p| p.node_names()).collect();
     let logs = layout.logs();
@@ -186,31 +181,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
         exited: BTreeSet::new(),
     };
     let result = async {
-        let mut args = vec![
-            "--listen".to_string(),
-            format!("127.0.0.1:{}", shape.port),
-            "--data-dir".into(),
-            layout.apiserver_data().display().to_string(),
-        ];
-        if shape.secure {
-            // The CA it generates on first start also signs the users' client certificates.
-            args.extend([
-                "--secure".into(),
-                "--client-ca-file".into(),
-                layout.ca_cert().display().to_string(),
-            ]);
-        }
-        let log = layout.log("apiserver");
-        let (c, line) =
-            process::spawn("apiserver", &apiserver_bin, &args, &log, true, tx.clone()).await?;
-        procs.components.push(c);
-        let url = line
-            .and_then(|l| l.rsplit(' ').next().map(str::to_string))
-            .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
-            .ok_or_else(|| ClusterError::ApiServer {
-                port: shape.port,
-                log: process::tail(&log, 5),
-            })?;
+        let cp = control_plane::start(&layout, &shape, &apiserver_bin, &tx, &mut procs, &mut exits)
+            .await?;
+        let url = cp.url.clone();
         let ca = match shape.secure {
             true => Some(pki::Ca::load(&layout.apiserver_data())?),
             false => None,
@@ -313,16 +286,17 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
             // puts on new nodes; do what its node lifecycle controller would.
             lift_not_ready_taints(&client, &node_names).await;
         }
-        Ok::<_, ClusterError>((url, admin))
+        Ok::<_, ClusterError>((cp, admin))
     }
     .await;
-    let (url, admin) = match result {
+    let (cp, admin) = match result {
         Ok(ready) => ready,
         Err(e) => {
             procs.stop(&mut exits).await;
             return Err(e);
         }
     };
+    let url = cp.url.clone();
     let kubeconfig = layout.kubeconfig();
     write_private(&kubeconfig, &layout::kubeconfig(&url, admin.as_ref()))?;
     let components: Vec<(&str, u32)> = procs
@@ -338,6 +312,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
         nodes: &node_names,
         components: &components,
         controller_manager: cm_bin.is_some(),
+        apiservers: &cp.apiservers,
+        etcd_servers: &cp.etcd_servers,
+        local_etcd: shape.storage == layout::Storage::LocalEtcd,
     };
     // println! flushes at the newline: a fixture blocked on reading this line gets it now.
     match config.output {
@@ -365,6 +342,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
     }
     eprintln!("tinykube: stopping the cluster");
     procs.stop(&mut exits).await;
+    if let Some(balancer) = cp.balancer {
+        balancer.abort();
+    }
     Ok(())
 }
 

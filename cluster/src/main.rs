@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 enum OutputFlag {
     /// The one-screen summary ending with the `export KUBECONFIG=…` line.
     Text,
-    /// One JSON line (server, kubeconfig, dataDir, nodes, pids) and nothing else on stdout.
+    /// One JSON line (server, kubeconfig, dataDir, nodes, pids, apiservers, etcdServers) and
+    /// nothing else on stdout.
     Json,
 }
 
@@ -50,8 +51,9 @@ enum Cmd {
         #[arg(long, value_parser = tinykube_cli::go_duration)]
         node_monitor_grace_period: Option<std::time::Duration>,
         /// What to print on stdout once every node is Ready: `text`, the summary for a person,
-        /// or `json`, exactly one line {"server", "kubeconfig", "dataDir", "nodes", "pids"} for a
-        /// test fixture to read (errors still go to stderr with a non-zero exit).
+        /// or `json`, exactly one line {"server", "kubeconfig", "dataDir", "nodes", "pids",
+        /// "apiservers", "etcdServers"} for a test fixture to read (errors still go to stderr with
+        /// a non-zero exit).
         #[arg(long, value_enum, default_value = "text")]
         output: OutputFlag,
         /// Stop the cluster, as Ctrl-C does, when stdin reaches end of file: a test fixture that
@@ -75,6 +77,22 @@ enum Cmd {
         /// of that name, 5m0s when unset); shorter for labs and tests.
         #[arg(long, value_parser = tinykube_cli::go_duration)]
         horizontal_pod_autoscaler_downscale_stabilization: Option<std::time::Duration>,
+        /// Keep the cluster in etcd instead of the API server's embedded sled store: starts the
+        /// `etcd` found on PATH (Debian's etcd-server) with its data in DATA_DIR/etcd, on free
+        /// 127.0.0.1 ports, stopped with the cluster and resumed with it; `--etcd=false` goes
+        /// back to sled [default: false, or what the data dir's cluster had].
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true,
+              conflicts_with = "etcd_servers")]
+        etcd: Option<bool>,
+        /// Use these etcd servers (comma-separated URLs, as kube-apiserver's --etcd-servers)
+        /// instead of starting one [default: what the data dir's cluster had].
+        #[arg(long, value_delimiter = ',')]
+        etcd_servers: Option<Vec<String>>,
+        /// How many API servers to run; above one they share the etcd store (--etcd or
+        /// --etcd-servers) and the kubeconfig's server is a balancer that hands each connection
+        /// to the next live one [default: 1, or what the data dir's cluster had].
+        #[arg(long)]
+        apiservers: Option<usize>,
     },
 }
 
@@ -103,6 +121,9 @@ async fn main() {
         metric_resolution,
         horizontal_pod_autoscaler_sync_period,
         horizontal_pod_autoscaler_downscale_stabilization,
+        etcd,
+        etcd_servers,
+        apiservers,
     } = flags.command;
     let bin_dir = std::env::current_exe()
         .ok()
@@ -129,6 +150,9 @@ async fn main() {
         metric_resolution,
         hpa_sync_period: horizontal_pod_autoscaler_sync_period,
         hpa_downscale_stabilization: horizontal_pod_autoscaler_downscale_stabilization,
+        etcd,
+        etcd_servers,
+        apiservers,
     };
     // Installed before any child starts: a signal during start-up must stop them all.
     let shutdown = tinykube_cli::shutdown_on_signal();

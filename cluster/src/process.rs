@@ -2,6 +2,7 @@
 //! stderr appended to `DATA_DIR/logs/COMPONENT.log`. A watcher task per child reports its exit;
 //! stopping sends SIGTERM (through `kill(1)`: no unsafe code) and SIGKILL after a grace period.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -151,6 +152,55 @@ pub fn tail(log: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// The component that keeps the cluster's state (`tinykube up --etcd`): stopped after the rest,
+/// so the API servers can still remove their leases on the way out.
+pub const ETCD: &str = "etcd";
+
+/// A running cluster's processes: the components in order of start, and those that exited.
+pub struct Processes {
+    pub components: Vec<Component>,
+    pub exited: BTreeSet<String>,
+}
+
+impl Processes {
+    pub fn find(&self, name: &str) -> Option<&Component> {
+        self.components.iter().find(|c| c.name == name)
+    }
+
+    /// Stop every component still running: SIGTERM, SIGKILL after 5 s; all of them but etcd
+    /// first, then etcd.
+    pub async fn stop(&mut self, exits: &mut mpsc::UnboundedReceiver<Exit>) {
+        for last in [false, true] {
+            let live: Vec<Component> = self
+                .components
+                .iter()
+                .rev()
+                .filter(|c| (c.name == ETCD) == last && !self.exited.contains(&c.name))
+                .cloned()
+                .collect();
+            self.stop_these(&live, exits).await;
+        }
+    }
+
+    async fn stop_these(&mut self, live: &[Component], exits: &mut mpsc::UnboundedReceiver<Exit>) {
+        for c in live {
+            signal(c.pid, "TERM");
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while live.iter().any(|c| !self.exited.contains(&c.name)) {
+            match tokio::time::timeout_at(deadline, exits.recv()).await {
+                Ok(Some(e)) => {
+                    self.exited.insert(e.name);
+                }
+                _ => break,
+            }
+        }
+        for c in live.iter().filter(|c| !self.exited.contains(&c.name)) {
+            signal(c.pid, "KILL");
+        }
+    }
 }
 
 #[cfg(test)]

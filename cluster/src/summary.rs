@@ -31,6 +31,12 @@ pub struct Summary<'a> {
     /// Each running component's name and pid, in order of start.
     pub components: &'a [(&'a str, u32)],
     pub controller_manager: bool,
+    /// Each API server's name and URL (several: behind the balancer at `url`).
+    pub apiservers: &'a [(String, String)],
+    /// The etcd client URLs the API servers use; empty on sled.
+    pub etcd_servers: &'a [String],
+    /// Whether that etcd is the launcher's own (`--etcd`, data in `DATA_DIR/etcd`).
+    pub local_etcd: bool,
 }
 
 /// The `--output json` line: where the cluster is and which processes it is made of. Paths are
@@ -43,6 +49,11 @@ pub struct Ready<'a> {
     pub data_dir: &'a Path,
     pub nodes: &'a [String],
     pub pids: BTreeMap<&'a str, u32>,
+    /// The URLs of the API servers behind `server` (the one API server's own when alone).
+    pub apiservers: Vec<&'a str>,
+    /// The etcd client URLs (absent on sled).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub etcd_servers: &'a [String],
 }
 
 /// `--output json`: one line, no trailing newline.
@@ -53,6 +64,8 @@ pub fn json(s: &Summary) -> String {
         data_dir: &s.layout.root,
         nodes: s.nodes,
         pids: s.components.iter().copied().collect(),
+        apiservers: s.apiservers.iter().map(|(_, u)| u.as_str()).collect(),
+        etcd_servers: s.etcd_servers,
     };
     serde_json::to_string(&ready).unwrap_or_default()
 }
@@ -81,7 +94,32 @@ pub fn render(s: &Summary) -> String {
         s.nodes.len()
     );
     let root = s.layout.root.display();
-    let _ = writeln!(out, "  API server    {}", s.url);
+    match s.apiservers {
+        [_, _, ..] => {
+            let behind: Vec<String> = s
+                .apiservers
+                .iter()
+                .map(|(name, url)| format!("{name} {}", url.rsplit(':').next().unwrap_or(url)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  API server    {} (balancing {} API servers, ports: {})",
+                s.url,
+                s.apiservers.len(),
+                behind.join(", ")
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "  API server    {}", s.url);
+        }
+    }
+    if !s.etcd_servers.is_empty() {
+        let whose = match s.local_etcd {
+            true => format!(" (local, data in {root}/etcd)"),
+            false => String::new(),
+        };
+        let _ = writeln!(out, "  etcd          {}{whose}", s.etcd_servers.join(","));
+    }
     let _ = writeln!(out, "  nodes         {}", some(s.nodes, 5));
     let _ = writeln!(
         out,
@@ -133,11 +171,16 @@ mod tests {
             nodes: &nodes,
             components: &[("apiserver", 1), ("scheduler", 2), ("kubelet-worker0", 3)],
             controller_manager: true,
+            apiservers: &[("apiserver".into(), "http://127.0.0.1:6443".into())],
+            etcd_servers: &[],
+            local_etcd: false,
         });
         assert!(text.starts_with("tinykube: cluster up in 0.42s, 3 node(s) Ready\n"));
         assert!(text.contains("  nodes         worker0 worker1 worker2\n"));
         assert!(text.contains("\nexport KUBECONFIG=/d/kubeconfig\n"));
         assert!(!text.contains("note"));
+        assert!(text.contains("  API server    http://127.0.0.1:6443\n"));
+        assert!(!text.contains("etcd"));
         assert!(text.lines().count() < 25);
         let many: Vec<String> = (0..1000).map(|i| format!("worker-{i}")).collect();
         assert_eq!(
@@ -164,6 +207,9 @@ mod tests {
                 ("kubelet-worker1", 14),
             ],
             controller_manager: true,
+            apiservers: &[("apiserver".into(), "http://127.0.0.1:6443".into())],
+            etcd_servers: &[],
+            local_etcd: false,
         });
         assert!(!line.contains('\n'));
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
@@ -180,8 +226,66 @@ mod tests {
                     "controller-manager": 12,
                     "kubelet-worker0": 13,
                     "kubelet-worker1": 14
-                }
+                },
+                "apiservers": ["http://127.0.0.1:6443"]
             })
         );
+    }
+
+    #[test]
+    fn several_api_servers_behind_the_balancer_on_a_local_etcd() {
+        let layout = Layout::new(Path::new("/d"));
+        let nodes = vec!["worker0".to_string()];
+        let apiservers: Vec<(String, String)> = (0..3)
+            .map(|i| {
+                (
+                    format!("apiserver-{i}"),
+                    format!("https://127.0.0.1:4000{i}"),
+                )
+            })
+            .collect();
+        let etcd = vec!["http://127.0.0.1:2379".to_string()];
+        let summary = Summary {
+            elapsed: Duration::from_millis(420),
+            resumed: false,
+            url: "https://127.0.0.1:6443",
+            layout: &layout,
+            nodes: &nodes,
+            components: &[
+                ("etcd", 9),
+                ("apiserver-0", 10),
+                ("apiserver-1", 11),
+                ("apiserver-2", 12),
+                ("kubelet-worker0", 13),
+            ],
+            controller_manager: true,
+            apiservers: &apiservers,
+            etcd_servers: &etcd,
+            local_etcd: true,
+        };
+        let text = render(&summary);
+        assert!(
+            text.contains("  API server    https://127.0.0.1:6443 (balancing 3 API servers, ports: apiserver-0 40000, apiserver-1 40001, apiserver-2 40002)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  etcd          http://127.0.0.1:2379 (local, data in /d/etcd)\n"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json(&summary)).unwrap();
+        assert_eq!(
+            v["apiservers"],
+            serde_json::json!([
+                "https://127.0.0.1:40000",
+                "https://127.0.0.1:40001",
+                "https://127.0.0.1:40002"
+            ])
+        );
+        assert_eq!(
+            v["etcdServers"],
+            serde_json::json!(["http://127.0.0.1:2379"])
+        );
+        assert_eq!(v["pids"]["etcd"], 9);
+        assert_eq!(v["pids"]["apiserver-2"], 12);
     }
 }

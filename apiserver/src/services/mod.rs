@@ -4,10 +4,12 @@
 //! deleted Service releases everything. The records live in the store (`alloc`), are reserved
 //! before the Service is written and released if that write fails, and `repair` reconciles them
 //! with the stored Services at start-up, so a crash in between leaks nothing for long.
-//! `kubernetes` keeps the `kubernetes` Service, its Endpoints and EndpointSlice.
+//! `kubernetes` keeps the `kubernetes` Service, its Endpoints and EndpointSlices listing every
+//! API server whose identity lease (`leases`) is live.
 
 pub mod alloc;
 pub mod kubernetes;
+pub mod leases;
 pub mod ranges;
 pub mod repair;
 
