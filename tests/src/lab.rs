@@ -298,9 +298,16 @@ impl Run {
             bin.display(),
             std::env::var("PATH").unwrap_or_default()
         );
+        // `TINYKUBE_TEST_STORAGE=etcd` replays every lab on etcd.
+        let etcd: &[&str] = if crate::etcd_requested() {
+            &["--etcd"]
+        } else {
+            &[]
+        };
         let mut up = Command::new(crate::binary("tinykube"))
             .arg("up")
             .args(cluster)
+            .args(etcd)
             .args(["--port", "0", "--data-dir", "tinykube-data"])
             .current_dir(dir.path())
             .stdin(Stdio::null())
