@@ -305,10 +305,27 @@ pub async fn serve(
         clock: config.clock,
         aggregator: aggregator::Aggregator::default(),
     }));
-    let repaired = services::repair::run(&state)
-        .await
-        .map_err(ServerError::Services)?;
-    tracing::info!(?repaired, "service allocations repaired");
+    // On etcd other API servers may be reserving values for Services they are writing: the
+    // repair frees only what stays unclaimed for a while, in the background.
+    match config.storage {
+        Storage::Sled => {
+            let repaired = services::repair::run(&state, None)
+                .await
+                .map_err(ServerError::Services)?;
+            tracing::info!(?repaired, "service allocations repaired");
+        }
+        Storage::Etcd(_) => {
+            let state = state.clone();
+            tokio::spawn(async move {
+                match services::repair::run(&state, Some(Duration::from_secs(5))).await {
+                    Ok(repaired) => tracing::info!(?repaired, "service allocations repaired"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "repairing the service allocations failed")
+                    }
+                }
+            });
+        }
+    }
     // On sled the store is this server's alone: no other API server's lease can be live.
     let shared_store = matches!(config.storage, Storage::Etcd(_));
     let apiservers = services::kubernetes::ensure_all(&state, addr, shared_store)

@@ -358,6 +358,15 @@ impl Watch {
         }
     }
 
+    /// The revision up to which every change under the prefix has been delivered (events of
+    /// other prefixes move it too): a safe BOOKMARK's resourceVersion.
+    pub fn progress(&self) -> u64 {
+        match &self.0 {
+            WatchInner::Sled(w) => w.progress(),
+            WatchInner::Etcd(w) => w.progress(),
+        }
+    }
+
     /// The watch as a stream of the same items as `next`.
     pub fn into_stream(self) -> impl Stream<Item = Result<Arc<Event>, StoreError>> + Send {
         futures::stream::unfold(self, |mut w| async move { w.next().await.map(|x| (x, w)) })

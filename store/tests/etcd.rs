@@ -102,7 +102,6 @@ async fn compaction_expires_old_revisions() {
     let (_dir, etcd) = start().await;
     let mut cfg = EtcdConfig::new(vec![etcd.client_url()]);
     cfg.compaction_interval = Duration::from_millis(300);
-    cfg.cache_events = 5;
     let store = Store::connect(cfg).await.unwrap();
     let old = store.revision();
     for i in 0..20 {

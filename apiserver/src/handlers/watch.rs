@@ -203,6 +203,9 @@ pub async fn watch(ctx: Ctx) -> ApiResult<Response> {
                 _ = shutdown.cancelled() => return,
                 _ = tx.closed() => return,
                 _ = ticker.tick(), if bookmarks => {
+                    // Changes of other objects move the bookmark too, as upstream's cache
+                    // revision does.
+                    last = last.max(store_watch.progress());
                     if tx.send(renderer.bookmark(last, false)).await.is_err() {
                         return;
                     }

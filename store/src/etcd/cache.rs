@@ -265,6 +265,20 @@ fn publish(shared: &Shared, events: Vec<Arc<Event>>) {
     trim(shared, now);
 }
 
+/// etcd compacted up to `revision`: the window no longer serves watches from before it either,
+/// so a revision is watchable exactly when etcd still has its history.
+pub(crate) fn forget_before(shared: &Shared, revision: u64) {
+    let mut ring = lock(&shared.ring);
+    while ring
+        .events
+        .front()
+        .is_some_and(|(_, ev)| ev.revision <= revision)
+    {
+        ring.events.pop_front();
+    }
+    ring.from = ring.from.max(revision);
+}
+
 /// Drop events older than the window's age.
 pub(crate) fn trim(shared: &Shared, now: Instant) {
     let mut ring = lock(&shared.ring);

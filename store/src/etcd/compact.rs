@@ -41,32 +41,36 @@ async fn tick(shared: &Shared, version: i64, last: u64) -> Result<(i64, u64), St
     let resp = shared.request("claiming compaction", kv.txn(txn)).await?;
     let current = revision_of(resp.header());
     if !resp.succeeded() {
-        // Another API server compacts this interval; follow its count.
-        let theirs = resp
-            .op_responses()
-            .into_iter()
-            .find_map(|r| match r {
-                TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.version()),
-                _ => None,
-            })
-            .unwrap_or(0);
-        return Ok((theirs, current));
+        // Another API server compacts this interval (to the revision its swap wrote): follow
+        // its count, and stop serving watches from before that revision as it does.
+        let theirs = resp.op_responses().into_iter().find_map(|r| match r {
+            TxnOpResponse::Get(g) => g.kvs().first().map(|kv| {
+                (
+                    kv.version(),
+                    kv.value_str().ok().and_then(|v| v.parse().ok()),
+                )
+            }),
+            _ => None,
+        });
+        let (version, compacted) = theirs.unwrap_or((0, None));
+        if let Some(rev) = compacted.filter(|r| *r > 0) {
+            shared.compacted.fetch_max(rev, Ordering::Relaxed);
+            super::cache::forget_before(shared, rev);
+        }
+        return Ok((version, current));
     }
     if last > 0 {
         let done = shared
             .request("compacting", kv.compact(last as i64, None))
             .await;
         match done {
-            Ok(_) => {
-                shared.compacted.fetch_max(last, Ordering::Relaxed);
-                tracing::info!(revision = last, "compacted etcd");
-            }
+            Ok(_) => tracing::info!(revision = last, "compacted etcd"),
             // Compacted already (by hand, or by another cluster on the same etcd).
-            Err(StoreError::Etcd(msg)) if msg.contains("compacted") => {
-                shared.compacted.fetch_max(last, Ordering::Relaxed);
-            }
+            Err(StoreError::Etcd(msg)) if msg.contains("compacted") => {}
             Err(e) => return Err(e),
         }
+        shared.compacted.fetch_max(last, Ordering::Relaxed);
+        super::cache::forget_before(shared, last);
     }
     Ok((version + 1, current))
 }

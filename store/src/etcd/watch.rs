@@ -164,6 +164,15 @@ impl Watch {
         }
     }
 
+    /// Every change up to this revision was consumed; those under the prefix that are not
+    /// delivered yet are buffered (so only once the buffer is empty is it a safe bookmark).
+    pub(crate) fn progress(&self) -> u64 {
+        match self.buf.front() {
+            Some(next) => next.revision.saturating_sub(1),
+            None => self.seen,
+        }
+    }
+
     /// Start this watcher's own etcd watch after `seen`.
     async fn open(&self) -> Result<etcd_client::WatchStream, StoreError> {
         let key = self.shared.full_key(&self.prefix);

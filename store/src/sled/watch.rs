@@ -103,6 +103,15 @@ impl Watch {
         }
     }
 
+    /// Every change up to this revision was consumed; those under the prefix that are not
+    /// delivered yet are buffered (so only once the buffer is empty is it a safe bookmark).
+    pub(crate) fn progress(&self) -> u64 {
+        match self.buf.front() {
+            Some(next) => next.revision.saturating_sub(1),
+            None => self.seen,
+        }
+    }
+
     /// After falling behind the fan-out: subscribe again and read what was missed from the
     /// history.
     fn resume(&mut self) {
