@@ -192,10 +192,16 @@ struct Server {
 }
 
 async fn start_apiserver() -> Result<Server> {
+    start_apiserver_with(&[]).await
+}
+
+/// Start the release API server on a fresh data dir with extra flags.
+async fn start_apiserver_with(flags: &[String]) -> Result<Server> {
     let dir = tempfile::tempdir()?;
     let mut child = Command::new(binary("tinykube-apiserver")?)
         .args(["--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path().join("data"))
+        .args(flags)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .kill_on_drop(true)

@@ -3,15 +3,12 @@
 //! Durable pod creates/s with concurrent keep-alive clients, then watch delivery latency to
 //! many watchers, and the API server's RSS.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tinykube_store::LocalEtcd;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
 
-use crate::{binary, create_many, pod, rss_kib, watch_latency, Server};
+use crate::{create_many, pod, rss_kib, start_apiserver_with, watch_latency};
 
 /// The backends measured, in the order printed.
 const BACKENDS: [(&str, usize); 3] = [("sled", 0), ("etcd, 1 member", 1), ("etcd, 3 members", 3)];
@@ -40,7 +37,7 @@ pub async fn bench_storage(
             flags.extend(["--storage-backend".into(), "etcd".into()]);
             flags.extend(["--etcd-servers".into(), urls.join(",")]);
         }
-        let server = start(&flags).await?;
+        let server = start_apiserver_with(&flags).await?;
         let rate = create_many(
             &server.url,
             "/api/v1/namespaces/default/pods",
@@ -76,29 +73,4 @@ pub async fn bench_storage(
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-async fn start(flags: &[String]) -> Result<Server> {
-    let dir = tempfile::tempdir()?;
-    let mut child = Command::new(binary("tinykube-apiserver")?)
-        .args(["--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path().join("data"))
-        .args(flags)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let stdout = child.stdout.take().context("stdout")?;
-    let mut lines = BufReader::new(stdout).lines();
-    let line = lines
-        .next_line()
-        .await?
-        .context("apiserver printed nothing")?;
-    let url = line.rsplit(' ').next().context("address")?.to_string();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok(Server {
-        child,
-        url,
-        _dir: dir,
-    })
 }

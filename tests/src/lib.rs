@@ -114,6 +114,19 @@ pub fn etcd_requested() -> bool {
     std::env::var("TINYKUBE_TEST_STORAGE").is_ok_and(|v| v == "etcd")
 }
 
+/// The API server's flags to store in `etcd`, if any.
+fn etcd_flags(etcd: Option<&Etcd>) -> Vec<String> {
+    match etcd {
+        Some(etcd) => vec![
+            "--storage-backend".into(),
+            "etcd".into(),
+            "--etcd-servers".into(),
+            etcd.url(),
+        ],
+        None => Vec::new(),
+    }
+}
+
 /// A running tinykube-apiserver with its own data dir and kubeconfig (and its own etcd, when
 /// it stores there).
 pub struct ApiServer {
@@ -176,11 +189,7 @@ impl ApiServer {
             true => Some(Etcd::start(&dir.path().join("etcd"))?),
             false => None,
         };
-        let mut flags: Vec<String> = Vec::new();
-        if let Some(etcd) = &etcd {
-            flags.extend(["--storage-backend".into(), "etcd".into()]);
-            flags.extend(["--etcd-servers".into(), etcd.url()]);
-        }
+        let mut flags = etcd_flags(etcd.as_ref());
         flags.extend(extra.iter().map(|s| s.to_string()));
         let extra: Vec<&str> = flags.iter().map(String::as_str).collect();
         let (child, url) = spawn_apiserver(&dir.path().join("data"), 0, &extra)?;
@@ -270,11 +279,7 @@ impl ApiServer {
     /// authentication on).
     pub fn restart_with(&mut self, extra: &[&str]) -> Result<()> {
         self.kill9();
-        let mut flags: Vec<String> = Vec::new();
-        if let Some(etcd) = &self.etcd {
-            flags.extend(["--storage-backend".into(), "etcd".into()]);
-            flags.extend(["--etcd-servers".into(), etcd.url()]);
-        }
+        let mut flags = etcd_flags(self.etcd.as_ref());
         flags.extend(extra.iter().map(|s| s.to_string()));
         let extra: Vec<&str> = flags.iter().map(String::as_str).collect();
         let (child, url) = spawn_apiserver(&self.data_dir(), self.port, &extra)?;
