@@ -14,9 +14,9 @@
 //! bytes, never Kubernetes objects.
 
 pub mod etcd;
+mod index;
 mod sled;
 
-use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
@@ -147,39 +147,6 @@ pub(crate) fn read_lock<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
 
 pub(crate) fn write_lock<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Keys under `prefix` in order, after `start_after`, at most `limit` of them, from a map of
-/// key → (revision, value) as of `revision`: both backends' in-memory index.
-pub(crate) fn list_range(
-    objects: &BTreeMap<String, (u64, Bytes)>,
-    revision: u64,
-    prefix: &str,
-    start_after: Option<&str>,
-    limit: Option<usize>,
-) -> ListResult {
-    use std::ops::Bound;
-    let lower = match start_after {
-        Some(k) if k >= prefix => Bound::Excluded(k),
-        _ => Bound::Included(prefix),
-    };
-    let mut iter = objects
-        .range::<str, _>((lower, Bound::Unbounded))
-        .take_while(|(k, _)| k.starts_with(prefix));
-    let items: Vec<Revisioned> = iter
-        .by_ref()
-        .take(limit.unwrap_or(usize::MAX))
-        .map(|(k, (rev, value))| Revisioned {
-            key: k.clone(),
-            value: value.clone(),
-            revision: *rev,
-        })
-        .collect();
-    ListResult {
-        items,
-        revision,
-        remaining: iter.count(),
-    }
 }
 
 /// Handle to a store; cheap to clone. The store closes when the last handle goes away.

@@ -20,7 +20,7 @@ mod compact;
 mod server;
 pub(crate) mod watch;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -64,12 +64,9 @@ impl EtcdConfig {
     }
 }
 
-/// Every key under the prefix as of `revision`, the latest etcd revision the cache knows
+/// The cache: every key under the prefix as of its revision, the latest etcd revision it knows
 /// complete.
-pub(crate) struct Cache {
-    pub(crate) revision: u64,
-    pub(crate) objects: BTreeMap<String, (u64, Bytes)>,
-}
+pub(crate) type Cache = crate::index::Index;
 
 /// The replay window and the live fan-out.
 pub(crate) struct Ring {
@@ -266,12 +263,7 @@ impl EtcdStore {
     }
 
     pub(crate) fn get(&self, key: &str) -> Result<Option<Revisioned>, StoreError> {
-        let cache = read_lock(&self.shared().cache);
-        Ok(cache.objects.get(key).map(|(rev, value)| Revisioned {
-            key: key.to_string(),
-            value: value.clone(),
-            revision: *rev,
-        }))
+        Ok(read_lock(&self.shared().cache).get(key))
     }
 
     pub(crate) fn list(
@@ -280,14 +272,7 @@ impl EtcdStore {
         start_after: Option<&str>,
         limit: Option<usize>,
     ) -> Result<ListResult, StoreError> {
-        let cache = read_lock(&self.shared().cache);
-        Ok(crate::list_range(
-            &cache.objects,
-            cache.revision,
-            prefix,
-            start_after,
-            limit,
-        ))
+        Ok(read_lock(&self.shared().cache).list(prefix, start_after, limit))
     }
 
     pub(crate) async fn sync(&self) -> Result<u64, StoreError> {

@@ -29,15 +29,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use crate::index::Index;
 use crate::{lock, read_lock, ListResult, Revisioned, StoreConfig, StoreError, StoreStats};
 use history::Feed;
 use write::{Commit, Writer};
-
-/// The committed state every read is served from.
-pub(crate) struct Index {
-    pub(crate) revision: u64,
-    pub(crate) objects: BTreeMap<String, (u64, Bytes)>,
-}
 
 pub(crate) struct Shared {
     pub(crate) db: sled::Db,
@@ -166,12 +161,7 @@ impl SledStore {
     }
 
     pub(crate) fn get(&self, key: &str) -> Result<Option<Revisioned>, StoreError> {
-        let index = read_lock(&self.shared().index);
-        Ok(index.objects.get(key).map(|(rev, value)| Revisioned {
-            key: key.to_string(),
-            value: value.clone(),
-            revision: *rev,
-        }))
+        Ok(read_lock(&self.shared().index).get(key))
     }
 
     /// Keys under `prefix` in order, after `start_after`, at most `limit` of them (`None`: all),
@@ -182,14 +172,7 @@ impl SledStore {
         start_after: Option<&str>,
         limit: Option<usize>,
     ) -> Result<ListResult, StoreError> {
-        let index = read_lock(&self.shared().index);
-        Ok(crate::list_range(
-            &index.objects,
-            index.revision,
-            prefix,
-            start_after,
-            limit,
-        ))
+        Ok(read_lock(&self.shared().index).list(prefix, start_after, limit))
     }
 
     /// Store a new key; `AlreadyExists` if present. Returns the write's revision.
