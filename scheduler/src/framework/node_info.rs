@@ -67,3 +67,24 @@ impl NodeInfo {
         self.node.metadata.labels.as_ref().unwrap_or(&NONE)
     }
 }
+
+/// CycleState key of [`AffinityNodes`].
+pub const AFFINITY_NODES: &str = "NodesWithAffinityPods";
+
+/// The positions, in the cycle's node list, of the nodes holding a pod with pod affinity or
+/// anti-affinity terms (upstream's HavePodsWithAffinityNodeInfoList). The scheduling cycle
+/// puts it in the CycleState when its snapshot has it, so that plugins look at those nodes
+/// only instead of every node.
+pub struct AffinityNodes(pub Arc<Vec<usize>>);
+
+/// The nodes of `nodes` that may hold a pod with affinity terms: those the cycle's
+/// [`AffinityNodes`] lists, or every node when the cycle has no such list.
+pub fn with_affinity_pods<'a>(
+    nodes: &'a [Arc<NodeInfo>],
+    state: &'a super::CycleState,
+) -> Box<dyn Iterator<Item = &'a Arc<NodeInfo>> + 'a> {
+    match state.get::<AffinityNodes>(AFFINITY_NODES) {
+        Some(AffinityNodes(list)) => Box::new(list.iter().filter_map(|i| nodes.get(*i))),
+        None => Box::new(nodes.iter()),
+    }
+}

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 
 use crate::framework::handle::Lister;
+use crate::framework::node_info::with_affinity_pods;
 use crate::framework::{CycleState, NodeInfo, Plugin, Status};
 use terms::{matches_all, namespace_labels, namespace_of, preferred, required, Term};
 
@@ -95,7 +96,7 @@ impl Plugin for InterPodAffinity {
         };
         let ns_labels = namespace_labels(self.namespaces.as_ref(), namespace_of(pod));
         let has_terms = !(st.affinity.is_empty() && st.anti.is_empty());
-        for node in nodes {
+        for node in with_affinity_pods(nodes, state) {
             for other in node.affinity_pods.iter().filter(|o| !same_pod(o, pod)) {
                 for t in required(other, true, HARD_POD_AFFINITY_WEIGHT) {
                     if t.matches(pod, &ns_labels) {
@@ -103,9 +104,8 @@ impl Plugin for InterPodAffinity {
                     }
                 }
             }
-            if !has_terms {
-                continue;
-            }
+        }
+        for node in nodes.iter().filter(|_| has_terms) {
             for other in node.pods.iter().filter(|o| !same_pod(o, pod)) {
                 if matches_all(&st.affinity, other) {
                     for t in &st.affinity {
@@ -175,9 +175,8 @@ impl Plugin for InterPodAffinity {
         all: &[Arc<NodeInfo>],
         state: &mut CycleState,
     ) {
-        let mut scores = Counts::new();
         if feasible.is_empty() {
-            state.put(SCORES, scores);
+            state.put(SCORES, Counts::new());
             return;
         }
         let pref = self.own_terms(preferred(pod, false));
@@ -185,7 +184,13 @@ impl Plugin for InterPodAffinity {
         let ns_labels = namespace_labels(self.namespaces.as_ref(), namespace_of(pod));
         // Without preferred terms of its own, the pod only meets the terms of pods that have some.
         let has_terms = !(pref.is_empty() && pref_anti.is_empty());
-        for node in all {
+        let nodes: Box<dyn Iterator<Item = &Arc<NodeInfo>>> = if has_terms {
+            Box::new(all.iter())
+        } else {
+            with_affinity_pods(all, state)
+        };
+        let mut scores = Counts::new();
+        for node in nodes {
             let others = if has_terms {
                 &node.pods
             } else {
