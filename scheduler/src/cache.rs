@@ -222,112 +222,353 @@ impl Cache {
         }
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         let (all, changed) = self.changes.take();
-        if all {
-            self.rebuild_all(&mut kept);
-        } else if !changed.is_empty() {
-            self.rebuild(&mut kept, changed);
+        if all || !changed.is_empty() {
+            let mut assumed: HashMap<String, Vec<Arc<Pod>>> = HashMap::new();
+            for (node, pod) in self.assumed().values() {
+                assumed.entry(node.clone()).or_default().push(pod.clone());
+            }
+            let informers = Informers {
+                nodes: &self.nodes,
+                pods: &self.pods,
+            };
+            kept.update(&informers, (!all).then_some(changed), assumed);
         }
         kept.snapshot.clone()
     }
+}
 
-    /// The pods assumed on each node.
-    fn assumed_by_node(&self) -> HashMap<String, Vec<Arc<Pod>>> {
-        let mut by_node: HashMap<String, Vec<Arc<Pod>>> = HashMap::new();
-        for (node, pod) in self.assumed().values() {
-            by_node.entry(node.clone()).or_default().push(pod.clone());
-        }
-        by_node
+/// What the snapshot is built from.
+trait Source {
+    fn nodes(&self) -> Vec<Arc<Node>>;
+    fn node(&self, name: &str) -> Option<Arc<Node>>;
+    /// The pods bound to node `name`.
+    fn pods_on(&self, name: &str) -> Vec<Arc<Pod>>;
+}
+
+/// The informers' caches.
+struct Informers<'a> {
+    nodes: &'a Store<Node>,
+    pods: &'a Store<Pod>,
+}
+
+impl Source for Informers<'_> {
+    fn nodes(&self) -> Vec<Arc<Node>> {
+        self.nodes.list()
     }
 
-    /// `node` with its bound pods that have not terminated, and `assumed`.
-    fn node_info(&self, node: Arc<Node>, name: &str, assumed: Vec<Arc<Pod>>) -> Arc<NodeInfo> {
-        let mut pods: Vec<Arc<Pod>> = self
-            .pods
-            .by_index(BY_NODE, name)
-            .into_iter()
-            .filter(|p| {
-                !matches!(
-                    p.status.as_ref().and_then(|s| s.phase.as_deref()),
-                    Some("Succeeded" | "Failed")
-                )
-            })
-            .collect();
-        pods.extend(assumed);
-        Arc::new(NodeInfo::new(node, pods))
+    fn node(&self, name: &str) -> Option<Arc<Node>> {
+        self.nodes.get(name)
     }
 
-    fn rebuild_all(&self, kept: &mut Kept) {
-        let mut assumed = self.assumed_by_node();
-        kept.by_name = self
-            .nodes
-            .list()
-            .into_iter()
-            .map(|node| {
-                let name = node.metadata.name.clone().unwrap_or_default();
-                let on_it = assumed.remove(&name).unwrap_or_default();
-                let info = self.node_info(node, &name, on_it);
-                (name, info)
-            })
-            .collect();
-        reindex(kept);
+    fn pods_on(&self, name: &str) -> Vec<Arc<Pod>> {
+        self.pods.by_index(BY_NODE, name)
     }
+}
 
-    /// Rebuild the NodeInfos of the `changed` nodes.
-    fn rebuild(&self, kept: &mut Kept, changed: HashSet<String>) {
-        let mut assumed = self.assumed_by_node();
+/// `node` with its bound pods that have not terminated, and `assumed`.
+fn node_info(
+    src: &dyn Source,
+    node: Arc<Node>,
+    name: &str,
+    assumed: Vec<Arc<Pod>>,
+) -> Arc<NodeInfo> {
+    let mut pods: Vec<Arc<Pod>> = src
+        .pods_on(name)
+        .into_iter()
+        .filter(|p| {
+            !matches!(
+                p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                Some("Succeeded" | "Failed")
+            )
+        })
+        .collect();
+    pods.extend(assumed);
+    Arc::new(NodeInfo::new(node, pods))
+}
+
+impl Kept {
+    /// Rebuild the NodeInfos of the `changed` nodes (`None`: of every node), with the pods
+    /// `assumed` on each node.
+    fn update(
+        &mut self,
+        src: &dyn Source,
+        changed: Option<HashSet<String>>,
+        mut assumed: HashMap<String, Vec<Arc<Pod>>>,
+    ) {
+        let Some(changed) = changed else {
+            self.by_name = src
+                .nodes()
+                .into_iter()
+                .map(|node| {
+                    let name = node.metadata.name.clone().unwrap_or_default();
+                    let on_it = assumed.remove(&name).unwrap_or_default();
+                    let info = node_info(src, node, &name, on_it);
+                    (name, info)
+                })
+                .collect();
+            self.reindex();
+            return;
+        };
         let mut updated = Vec::new();
         let mut structural = false;
         for name in changed {
-            match self.nodes.get(&name) {
-                None => structural |= kept.by_name.remove(&name).is_some(),
+            match src.node(&name) {
+                None => structural |= self.by_name.remove(&name).is_some(),
                 Some(node) => {
                     let on_it = assumed.remove(&name).unwrap_or_default();
-                    let info = self.node_info(node, &name, on_it);
-                    structural |= kept.by_name.insert(name.clone(), info.clone()).is_none();
+                    let info = node_info(src, node, &name, on_it);
+                    structural |= self.by_name.insert(name.clone(), info.clone()).is_none();
                     updated.push((name, info));
                 }
             }
         }
         if structural {
-            reindex(kept);
+            self.reindex();
             return;
         }
-        let nodes = Arc::make_mut(&mut kept.snapshot.nodes);
+        let nodes = Arc::make_mut(&mut self.snapshot.nodes);
         let mut affinity_moved = false;
         for (name, info) in updated {
-            let Some(&i) = kept.position.get(&name) else {
+            let Some(&i) = self.position.get(&name) else {
                 continue;
             };
             affinity_moved |= if info.affinity_pods.is_empty() {
-                kept.with_affinity.remove(&i)
+                self.with_affinity.remove(&i)
             } else {
-                kept.with_affinity.insert(i)
+                self.with_affinity.insert(i)
             };
             nodes[i] = info;
         }
         if affinity_moved {
-            kept.snapshot.with_affinity = Arc::new(kept.with_affinity.iter().copied().collect());
+            self.snapshot.with_affinity = Arc::new(self.with_affinity.iter().copied().collect());
         }
+    }
+
+    /// Rebuild the node list, positions and affinity list from `by_name`.
+    fn reindex(&mut self) {
+        let nodes: Vec<Arc<NodeInfo>> = self.by_name.values().cloned().collect();
+        self.position = self
+            .by_name
+            .keys()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        self.with_affinity = nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !n.affinity_pods.is_empty())
+            .map(|(i, _)| i)
+            .collect();
+        self.snapshot = Snapshot {
+            nodes: Arc::new(nodes),
+            with_affinity: Arc::new(self.with_affinity.iter().copied().collect()),
+        };
     }
 }
 
-/// Rebuild the node list, positions and affinity list from `by_name`.
-fn reindex(kept: &mut Kept) {
-    let nodes: Vec<Arc<NodeInfo>> = kept.by_name.values().cloned().collect();
-    kept.position = kept
-        .by_name
-        .keys()
-        .enumerate()
-        .map(|(i, n)| (n.clone(), i))
-        .collect();
-    kept.with_affinity = nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| !n.affinity_pods.is_empty())
-        .map(|(i, _)| i)
-        .collect();
-    kept.snapshot = Snapshot {
-        nodes: Arc::new(nodes),
-        with_affinity: Arc::new(kept.with_affinity.iter().copied().collect()),
-    };
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Nodes and the pods bound to them, as the informers would show them.
+    #[derive(Default)]
+    struct Fake {
+        nodes: BTreeMap<String, Arc<Node>>,
+        pods: BTreeMap<String, Vec<Arc<Pod>>>,
+    }
+
+    impl Source for Fake {
+        fn nodes(&self) -> Vec<Arc<Node>> {
+            self.nodes.values().cloned().collect()
+        }
+        fn node(&self, name: &str) -> Option<Arc<Node>> {
+            self.nodes.get(name).cloned()
+        }
+        fn pods_on(&self, name: &str) -> Vec<Arc<Pod>> {
+            self.pods.get(name).cloned().unwrap_or_default()
+        }
+    }
+
+    fn node(name: &str) -> Arc<Node> {
+        Arc::new(serde_json::from_value(json!({"metadata": {"name": name}})).unwrap())
+    }
+
+    fn pod(name: &str, anti_affinity: bool) -> Arc<Pod> {
+        let affinity = anti_affinity.then(|| {
+            json!({"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app": "x"}},
+                "topologyKey": "kubernetes.io/hostname"}]}})
+        });
+        Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"},
+                "spec": {"containers": [], "affinity": affinity}}))
+            .unwrap(),
+        )
+    }
+
+    /// Each node's name and its pods' names, in the snapshot's order.
+    fn shape(s: &Snapshot) -> Vec<(String, Vec<String>)> {
+        s.iter()
+            .map(|n| {
+                let pods = n
+                    .pods
+                    .iter()
+                    .map(|p| p.metadata.name.clone().unwrap())
+                    .collect();
+                (n.name().to_string(), pods)
+            })
+            .collect()
+    }
+
+    fn names(list: &[&str]) -> HashSet<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    type Step = (
+        &'static str,
+        fn(&mut Fake),
+        Option<&'static [&'static str]>,
+        &'static [(&'static str, &'static [&'static str])],
+        &'static [usize],
+    );
+
+    #[test]
+    fn only_changed_nodes_are_rebuilt() {
+        // (what happens, the change, the nodes marked (None: all), the snapshot, the
+        // positions of the nodes with affinity pods)
+        let steps: &[Step] = &[
+            (
+                "first build",
+                |f| {
+                    for n in ["b", "a", "c"] {
+                        f.nodes.insert(n.into(), node(n));
+                    }
+                    f.pods.insert("a".into(), vec![pod("p1", false)]);
+                },
+                None,
+                &[("a", &["p1"]), ("b", &[]), ("c", &[])],
+                &[],
+            ),
+            (
+                "a pod with anti-affinity bound to c",
+                |f| {
+                    f.pods
+                        .insert("c".into(), vec![pod("p2", true)])
+                        .map_or((), |_| ())
+                },
+                Some(&["c"]),
+                &[("a", &["p1"]), ("b", &[]), ("c", &["p2"])],
+                &[2],
+            ),
+            (
+                "a change not marked is not seen",
+                |f| {
+                    f.pods
+                        .insert("b".into(), vec![pod("p3", false)])
+                        .map_or((), |_| ())
+                },
+                Some(&[]),
+                &[("a", &["p1"]), ("b", &[]), ("c", &["p2"])],
+                &[2],
+            ),
+            (
+                "a node added before the others shifts them",
+                |f| f.nodes.insert("0".into(), node("0")).map_or((), |_| ()),
+                Some(&["0", "b"]),
+                &[("0", &[]), ("a", &["p1"]), ("b", &["p3"]), ("c", &["p2"])],
+                &[3],
+            ),
+            (
+                "a node deleted, its pods with it",
+                |f| {
+                    f.nodes.remove("a");
+                    f.pods.remove("a");
+                },
+                Some(&["a"]),
+                &[("0", &[]), ("b", &["p3"]), ("c", &["p2"])],
+                &[2],
+            ),
+            (
+                "the affinity pod leaves",
+                |f| f.pods.remove("c").map_or((), |_| ()),
+                Some(&["c", "gone-node"]),
+                &[("0", &[]), ("b", &["p3"]), ("c", &[])],
+                &[],
+            ),
+        ];
+        let mut fake = Fake::default();
+        let mut kept = Kept::default();
+        for (what, change, marked, want, affinity) in steps {
+            change(&mut fake);
+            let before: HashMap<String, Arc<NodeInfo>> = kept.by_name.clone().into_iter().collect();
+            let marked_set = marked.map(names);
+            kept.update(&fake, marked_set.clone(), HashMap::new());
+            let s = kept.snapshot.clone();
+            let want: Vec<(String, Vec<String>)> = want
+                .iter()
+                .map(|(n, pods)| (n.to_string(), pods.iter().map(|p| p.to_string()).collect()))
+                .collect();
+            assert_eq!(shape(&s), want, "{what}");
+            assert_eq!(
+                *s.with_affinity, *affinity,
+                "{what}: nodes with affinity pods"
+            );
+            if let Some(marked) = marked_set {
+                for info in s.iter().filter(|n| !marked.contains(n.name())) {
+                    assert!(
+                        before
+                            .get(info.name())
+                            .is_some_and(|b| Arc::ptr_eq(b, info)),
+                        "{what}: {} was rebuilt though unchanged",
+                        info.name()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn assumed_pods_count_on_their_node() {
+        let mut fake = Fake::default();
+        fake.nodes.insert("a".into(), node("a"));
+        fake.nodes.insert("b".into(), node("b"));
+        fake.pods.insert("a".into(), vec![pod("bound", false)]);
+        let mut kept = Kept::default();
+        let assumed = HashMap::from([("a".to_string(), vec![pod("assumed", true)])]);
+        kept.update(&fake, None, assumed);
+        let want = vec![
+            (
+                "a".to_string(),
+                vec!["bound".to_string(), "assumed".to_string()],
+            ),
+            ("b".to_string(), vec![]),
+        ];
+        assert_eq!(shape(&kept.snapshot), want);
+        assert_eq!(*kept.snapshot.with_affinity, [0]);
+        // The assumption ended (the pod bound elsewhere): node a is marked and rebuilt.
+        fake.pods.insert("b".into(), vec![pod("assumed", true)]);
+        kept.update(&fake, Some(names(&["a", "b"])), HashMap::new());
+        let want = vec![
+            ("a".to_string(), vec!["bound".to_string()]),
+            ("b".to_string(), vec!["assumed".to_string()]),
+        ];
+        assert_eq!(shape(&kept.snapshot), want);
+        assert_eq!(*kept.snapshot.with_affinity, [1]);
+    }
+
+    #[test]
+    fn changes_start_with_everything() {
+        let changes = Changes::default();
+        changes.node("a");
+        assert_eq!(changes.take(), (true, HashSet::new()));
+        changes.node("a");
+        changes.node("b");
+        assert_eq!(changes.take(), (false, names(&["a", "b"])));
+        assert_eq!(changes.take(), (false, HashSet::new()));
+        changes.node("c");
+        changes.everything();
+        assert_eq!(changes.take(), (true, HashSet::new()));
+    }
 }

@@ -303,11 +303,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
                 .collect()
         });
     let marks = changes.clone();
-    let nodes = Informer::new(Api::<Node>::all(client.clone()), ListParams::default())
-        .with_index(cache::CHANGES, move |n: &Node| {
+    let nodes = Informer::new(Api::<Node>::all(client.clone()), ListParams::default()).with_index(
+        cache::CHANGES,
+        move |n: &Node| {
             marks.node(n.metadata.name.as_deref().unwrap_or_default());
             Vec::new()
-        });
+        },
+    );
     let pdbs = Informer::new(
         Api::<PodDisruptionBudget>::all(client.clone()),
         ListParams::default(),

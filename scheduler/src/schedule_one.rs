@@ -89,7 +89,10 @@ pub fn decide(
     if augmented.is_none() {
         // Nominated pods may add affinity terms anywhere; without them the snapshot knows
         // which nodes hold pods with terms.
-        state.put(AFFINITY_NODES, AffinityNodes(snapshot.with_affinity.clone()));
+        state.put(
+            AFFINITY_NODES,
+            AffinityNodes(snapshot.with_affinity.clone()),
+        );
     }
     fw.run_pre_filter(pod, filter_view, &mut state);
     // A pod nominated by an earlier preemption goes to that node if it now fits there.
