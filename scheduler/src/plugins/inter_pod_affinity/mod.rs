@@ -7,7 +7,6 @@
 //! holds such a pod, or, when no pod in the cluster does, when the pod matches its own terms
 //! (the first pod of a group with affinity to itself) and the node has every topology key.
 
-mod terms;
 #[cfg(test)]
 mod tests;
 
@@ -16,10 +15,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 
+use crate::framework::affinity::{
+    matches_all, namespace_labels, namespace_of, preferred, required, Term,
+};
 use crate::framework::handle::Lister;
 use crate::framework::node_info::with_affinity_pods;
 use crate::framework::{CycleState, NodeInfo, Plugin, Status};
-use terms::{matches_all, namespace_labels, namespace_of, preferred, required, Term};
 
 pub const NAME: &str = "InterPodAffinity";
 pub const AFFINITY_REASON: &str = "node(s) didn't match pod affinity rules";
@@ -132,8 +133,9 @@ impl Plugin for InterPodAffinity {
         let ns_labels = namespace_labels(self.namespaces.as_ref(), namespace_of(pod));
         let has_terms = !(st.affinity.is_empty() && st.anti.is_empty());
         for node in with_affinity_pods(nodes, state) {
-            for other in node.affinity_pods.iter().filter(|o| !same_pod(o, pod)) {
-                for t in required(other, true, HARD_POD_AFFINITY_WEIGHT) {
+            let placed = node.affinity_pods.iter().zip(&node.affinity_terms);
+            for (_, terms) in placed.filter(|(o, _)| !same_pod(o, pod)) {
+                for t in &terms.required_anti {
                     if t.matches(pod, &ns_labels) {
                         st.existing_anti_counts.add(node, &t.topology_key, 1);
                     }
@@ -217,25 +219,38 @@ impl Plugin for InterPodAffinity {
             with_affinity_pods(all, state)
         };
         let mut scores = Counts::default();
+        let none = Labels::new();
         for node in nodes {
-            let others = if has_terms {
-                &node.pods
-            } else {
-                &node.affinity_pods
-            };
-            for other in others.iter().filter(|o| !same_pod(o, pod)) {
-                let mut add = |terms: &[Term], target: &Pod, labels: &Labels, sign: i64| {
-                    for t in terms.iter().filter(|t| t.matches(target, labels)) {
-                        scores.add(node, &t.topology_key, sign * t.weight);
+            if has_terms {
+                for other in node.pods.iter().filter(|o| !same_pod(o, pod)) {
+                    for t in pref.iter().filter(|t| t.matches(other, &none)) {
+                        scores.add(node, &t.topology_key, t.weight);
                     }
-                };
-                let none = Labels::new();
-                add(&pref, other, &none, 1);
-                add(&pref_anti, other, &none, -1);
-                let hard = required(other, false, HARD_POD_AFFINITY_WEIGHT);
-                add(&hard, pod, &ns_labels, 1);
-                add(&preferred(other, false), pod, &ns_labels, 1);
-                add(&preferred(other, true), pod, &ns_labels, -1);
+                    for t in pref_anti.iter().filter(|t| t.matches(other, &none)) {
+                        scores.add(node, &t.topology_key, -t.weight);
+                    }
+                }
+            }
+            // Only pods with terms of their own have terms that may select the pod.
+            let placed = node.affinity_pods.iter().zip(&node.affinity_terms);
+            for (_, terms) in placed.filter(|(o, _)| !same_pod(o, pod)) {
+                for t in terms.required.iter().filter(|t| t.matches(pod, &ns_labels)) {
+                    scores.add(node, &t.topology_key, HARD_POD_AFFINITY_WEIGHT);
+                }
+                for t in terms
+                    .preferred
+                    .iter()
+                    .filter(|t| t.matches(pod, &ns_labels))
+                {
+                    scores.add(node, &t.topology_key, t.weight);
+                }
+                for t in terms
+                    .preferred_anti
+                    .iter()
+                    .filter(|t| t.matches(pod, &ns_labels))
+                {
+                    scores.add(node, &t.topology_key, -t.weight);
+                }
             }
         }
         state.put(SCORES, scores);
