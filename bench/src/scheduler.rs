@@ -11,6 +11,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::process::Command;
 
+use crate::kubelet::cpu_time;
 use crate::{binary, create_many, rss_kib, start_apiserver, Server};
 
 /// What one run measured.
@@ -21,6 +22,8 @@ struct Run {
     steady: Duration,
     bound: usize,
     peak_rss_kib: u64,
+    /// The scheduler's CPU time (user and system) over the run, informer start-up included.
+    cpu: Duration,
 }
 
 fn node(name: &str) -> Value {
@@ -164,23 +167,28 @@ async fn time_bindings(server: &Server, expected: usize) -> Result<Run> {
     }
     let end = Instant::now();
     peak_rss_kib = peak_rss_kib.max(rss_kib(pid)?);
+    let cpu = cpu_time(pid)?;
     scheduler.kill().await.ok();
     Ok(Run {
         total: end - start,
         steady: end - first.unwrap_or(start),
         bound: bound.len(),
         peak_rss_kib,
+        cpu,
     })
 }
 
 fn report(what: &str, run: &Run, workload: &str) {
     println!(
         "scheduler {what}: {:.0} pods/s from start, {:.0} pods/s from the first binding  \
-         ({} pods bound in {:.2} s; peak RSS {:.1} MiB; workload: {workload})",
+         ({} pods bound in {:.2} s; scheduler CPU {:.2} s, {:.0} µs per pod; peak RSS {:.1} MiB; \
+         workload: {workload})",
         run.bound as f64 / run.total.as_secs_f64(),
         run.bound as f64 / run.steady.as_secs_f64().max(1e-3),
         run.bound,
         run.total.as_secs_f64(),
+        run.cpu.as_secs_f64(),
+        run.cpu.as_secs_f64() * 1e6 / run.bound.max(1) as f64,
         run.peak_rss_kib as f64 / 1024.0,
     );
 }

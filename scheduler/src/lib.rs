@@ -284,9 +284,17 @@ fn priority(pod: &Pod) -> i32 {
 /// Run until `shutdown` is cancelled.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), SchedulerError> {
     let client = Client::new(config.client)?;
+    // The index functions run under the stores' write locks: they mark the nodes whose
+    // NodeInfo a change touches before any reader can see it.
+    let changes = cache::Changes::default();
+    let marks = changes.clone();
     let pods = Informer::new(Api::<Pod>::all(client.clone()), ListParams::default())
-        .with_index(BY_NODE, |p: &Pod| {
-            node_of(p).map(str::to_string).into_iter().collect()
+        .with_index(BY_NODE, move |p: &Pod| {
+            let node = node_of(p);
+            if let Some(n) = node {
+                marks.node(n);
+            }
+            node.map(str::to_string).into_iter().collect()
         })
         .with_index(BY_NOMINATED, |p: &Pod| {
             nominated_node(p)
@@ -294,7 +302,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
                 .into_iter()
                 .collect()
         });
-    let nodes = Informer::new(Api::<Node>::all(client.clone()), ListParams::default());
+    let marks = changes.clone();
+    let nodes = Informer::new(Api::<Node>::all(client.clone()), ListParams::default()).with_index(
+        cache::CHANGES,
+        move |n: &Node| {
+            marks.node(n.metadata.name.as_deref().unwrap_or_default());
+            Vec::new()
+        },
+    );
     let pdbs = Informer::new(
         Api::<PodDisruptionBudget>::all(client.clone()),
         ListParams::default(),
@@ -357,7 +372,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sche
     };
     let sched = Arc::new(Scheduler {
         client,
-        cache: Cache::new(node_store.clone(), pod_store.clone()),
+        cache: Cache::new(node_store.clone(), pod_store.clone(), changes),
         queue: Queue::default(),
         profiles: config
             .profiles

@@ -12,7 +12,8 @@ use serde_json::json;
 use tinykube_client::{Api, Patch};
 
 use crate::binding::{self, Nomination};
-use crate::cache::node_of;
+use crate::cache::{node_of, Snapshot};
+use crate::framework::node_info::{AffinityNodes, AFFINITY_NODES};
 use crate::framework::{CycleState, Diagnosis, Framework, NodeInfo, Status};
 use crate::metrics::Outcome;
 use crate::plugins::default_preemption::{self, Outcome as Preemption};
@@ -73,17 +74,26 @@ pub fn feasible_nodes_to_find(nodes: usize, percentage: i32) -> usize {
     (nodes * percentage / 100).max(MIN_FEASIBLE)
 }
 
-/// Filter and score `pod` against `nodes` with a profile's framework; the decision and the
-/// cycle's state (which the binding cycle carries on).
+/// Filter and score `pod` against the snapshot's nodes with a profile's framework; the
+/// decision and the cycle's state (which the binding cycle carries on).
 pub fn decide(
     sched: &Scheduler,
     fw: &Framework,
     pod: &Pod,
-    nodes: &[Arc<NodeInfo>],
+    snapshot: &Snapshot,
 ) -> (Decision, CycleState) {
+    let nodes: &[Arc<NodeInfo>] = snapshot;
     let augmented = with_nominated(sched, pod, nodes);
     let filter_view = augmented.as_deref().unwrap_or(nodes);
     let mut state = CycleState::for_pod(pod);
+    if augmented.is_none() {
+        // Nominated pods may add affinity terms anywhere; without them the snapshot knows
+        // which nodes hold pods with terms.
+        state.put(
+            AFFINITY_NODES,
+            AffinityNodes(snapshot.with_affinity.clone()),
+        );
+    }
     fw.run_pre_filter(pod, filter_view, &mut state);
     // A pod nominated by an earlier preemption goes to that node if it now fits there.
     let nominated = pod
@@ -104,30 +114,37 @@ pub fn decide(
     } else {
         0
     };
-    let mut statuses: Vec<Option<Status>> = vec![None; total];
-    let (mut found, mut visited) = (0, 0);
-    while visited < total && found < wanted {
+    // Only the nodes visited are kept: a cycle allocates in proportion to them, not to the
+    // cluster.
+    let mut feasible_at: Vec<usize> = Vec::with_capacity(wanted);
+    let mut rejected: Vec<Status> = Vec::new();
+    let mut visited = 0;
+    while visited < total && feasible_at.len() < wanted {
         let i = (start + visited) % total;
         let status = fw.run_filters(pod, &filter_view[i], &state);
-        found += usize::from(status.is_success());
-        statuses[i] = Some(status);
+        if status.is_success() {
+            feasible_at.push(i);
+        } else if feasible_at.is_empty() {
+            rejected.push(status);
+        }
         visited += 1;
     }
     sched
         .next_start_node
         .store((start + visited) % total.max(1), Ordering::Relaxed);
-    let feasible: Vec<&NodeInfo> = nodes
-        .iter()
-        .map(|n| n.as_ref())
-        .zip(&statuses)
-        .filter(|(_, s)| s.as_ref().is_some_and(Status::is_success))
-        .map(|(n, _)| n)
-        .collect();
-    if feasible.is_empty() {
-        // Every node was visited.
-        let statuses = statuses.into_iter().flatten().collect();
-        return (Decision::Unschedulable(Diagnosis { statuses }), state);
+    if feasible_at.is_empty() {
+        // Every node was visited, from `start` on: the statuses by node, as preemption reads
+        // them.
+        let shift = start % rejected.len().max(1);
+        rejected.rotate_right(shift);
+        return (
+            Decision::Unschedulable(Diagnosis { statuses: rejected }),
+            state,
+        );
     }
+    // Scored in the nodes' order, whatever node filtering started at.
+    feasible_at.sort_unstable();
+    let feasible: Vec<&NodeInfo> = feasible_at.iter().map(|i| nodes[*i].as_ref()).collect();
     let totals = fw.run_scores(pod, &feasible, nodes, &mut state);
     let best = totals.iter().copied().max().unwrap_or(0);
     let winners: Vec<usize> = (0..feasible.len()).filter(|i| totals[*i] == best).collect();

@@ -9,6 +9,7 @@
 //! [`node_info`] is the per-node view, with the [`resources`] and [`ports`] its pods hold.
 //! The framework knows no plugin and no configuration: those are built on top of it.
 
+pub mod affinity;
 pub mod handle;
 pub mod node_info;
 pub mod point;

@@ -7,7 +7,6 @@
 //! holds such a pod, or, when no pod in the cluster does, when the pod matches its own terms
 //! (the first pod of a group with affinity to itself) and the node has every topology key.
 
-mod terms;
 #[cfg(test)]
 mod tests;
 
@@ -16,9 +15,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 
+use crate::framework::affinity::{
+    matches_all, namespace_labels, namespace_of, preferred, required, Term,
+};
 use crate::framework::handle::Lister;
+use crate::framework::node_info::with_affinity_pods;
 use crate::framework::{CycleState, NodeInfo, Plugin, Status};
-use terms::{matches_all, namespace_labels, namespace_of, preferred, required, Term};
 
 pub const NAME: &str = "InterPodAffinity";
 pub const AFFINITY_REASON: &str = "node(s) didn't match pod affinity rules";
@@ -37,20 +39,55 @@ pub struct InterPodAffinity {
     pub namespaces: Arc<dyn Lister<Namespace>>,
 }
 
-/// A (topology key, value) pair: one topology domain.
-type Domain = (String, String);
+/// Counts per topology domain (a topology key's value), by topology key, so that a node's
+/// domain is looked up without building a key.
+#[derive(Default)]
+struct Counts(HashMap<String, HashMap<String, i64>>);
 
-/// Counts per topology domain.
-type Counts = HashMap<Domain, i64>;
+impl Counts {
+    /// Add `n` for the domain of `key` that `node` is in, if it has the key.
+    fn add(&mut self, node: &NodeInfo, key: &str, n: i64) {
+        if let Some(v) = node.labels().get(key) {
+            let per_value = match self.0.get_mut(key) {
+                Some(m) => m,
+                None => self.0.entry(key.to_string()).or_default(),
+            };
+            match per_value.get_mut(v.as_str()) {
+                Some(c) => *c += n,
+                None => {
+                    per_value.insert(v.clone(), n);
+                }
+            }
+        }
+    }
 
-type Labels = BTreeMap<String, String>;
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 
-/// Add `n` for the domain of `key` that `node` is in, if it has the key.
-fn count(counts: &mut Counts, node: &NodeInfo, key: &str, n: i64) {
-    if let Some(v) = node.labels().get(key) {
-        *counts.entry((key.to_string(), v.clone())).or_default() += n;
+    /// Whether the domain of `key` that a node labelled `labels` is in holds a counted pod.
+    fn holds(&self, labels: &Labels, key: &str) -> bool {
+        labels
+            .get(key)
+            .and_then(|v| self.0.get(key)?.get(v.as_str()))
+            .is_some_and(|n| *n > 0)
+    }
+
+    /// Whether any domain a node labelled `labels` is in holds a counted pod.
+    fn holds_any(&self, labels: &Labels) -> bool {
+        self.0.keys().any(|k| self.holds(labels, k))
+    }
+
+    /// The sum over the domains a node labelled `labels` is in.
+    fn sum(&self, labels: &Labels) -> i64 {
+        self.0
+            .iter()
+            .filter_map(|(k, per_value)| per_value.get(labels.get(k)?.as_str()))
+            .sum()
     }
 }
+
+type Labels = BTreeMap<String, String>;
 
 /// What PreFilter learns from the cluster for one incoming pod.
 struct State {
@@ -89,31 +126,31 @@ impl Plugin for InterPodAffinity {
         let mut st = State {
             affinity: self.own_terms(required(pod, false, HARD_POD_AFFINITY_WEIGHT)),
             anti: self.own_terms(required(pod, true, HARD_POD_AFFINITY_WEIGHT)),
-            affinity_counts: Counts::new(),
-            anti_counts: Counts::new(),
-            existing_anti_counts: Counts::new(),
+            affinity_counts: Counts::default(),
+            anti_counts: Counts::default(),
+            existing_anti_counts: Counts::default(),
         };
         let ns_labels = namespace_labels(self.namespaces.as_ref(), namespace_of(pod));
         let has_terms = !(st.affinity.is_empty() && st.anti.is_empty());
-        for node in nodes {
-            for other in node.affinity_pods.iter().filter(|o| !same_pod(o, pod)) {
-                for t in required(other, true, HARD_POD_AFFINITY_WEIGHT) {
+        for node in with_affinity_pods(nodes, state) {
+            let placed = node.affinity_pods.iter().zip(&node.affinity_terms);
+            for (_, terms) in placed.filter(|(o, _)| !same_pod(o, pod)) {
+                for t in &terms.required_anti {
                     if t.matches(pod, &ns_labels) {
-                        count(&mut st.existing_anti_counts, node, &t.topology_key, 1);
+                        st.existing_anti_counts.add(node, &t.topology_key, 1);
                     }
                 }
             }
-            if !has_terms {
-                continue;
-            }
+        }
+        for node in nodes.iter().filter(|_| has_terms) {
             for other in node.pods.iter().filter(|o| !same_pod(o, pod)) {
                 if matches_all(&st.affinity, other) {
                     for t in &st.affinity {
-                        count(&mut st.affinity_counts, node, &t.topology_key, 1);
+                        st.affinity_counts.add(node, &t.topology_key, 1);
                     }
                 }
                 for t in st.anti.iter().filter(|t| t.matches(other, &Labels::new())) {
-                    count(&mut st.anti_counts, node, &t.topology_key, 1);
+                    st.anti_counts.add(node, &t.topology_key, 1);
                 }
             }
         }
@@ -131,14 +168,6 @@ impl Plugin for InterPodAffinity {
             return Status::Error("InterPodAffinity: PreFilter did not run".into());
         };
         let labels = node.labels();
-        // Whether the node's domain of `key` holds a counted pod.
-        let holds = |counts: &Counts, key: &str| {
-            labels.get(key).is_some_and(|v| {
-                counts
-                    .get(&(key.to_string(), v.clone()))
-                    .is_some_and(|n| *n > 0)
-            })
-        };
         // Upstream's order: the pod's affinity, its anti-affinity, then existing pods' anti-affinity.
         let has_keys = st
             .affinity
@@ -147,7 +176,7 @@ impl Plugin for InterPodAffinity {
         let satisfied = st
             .affinity
             .iter()
-            .all(|t| holds(&st.affinity_counts, &t.topology_key));
+            .all(|t| st.affinity_counts.holds(labels, &t.topology_key));
         // The first pod of a group with affinity to itself.
         let first_of_group = st.affinity_counts.is_empty() && matches_all(&st.affinity, pod);
         if !has_keys || !(satisfied || first_of_group) {
@@ -156,11 +185,11 @@ impl Plugin for InterPodAffinity {
         if st
             .anti
             .iter()
-            .any(|t| holds(&st.anti_counts, &t.topology_key))
+            .any(|t| st.anti_counts.holds(labels, &t.topology_key))
         {
             return Status::unschedulable(ANTI_AFFINITY_REASON);
         }
-        if labels.keys().any(|k| holds(&st.existing_anti_counts, k)) {
+        if st.existing_anti_counts.holds_any(labels) {
             return Status::unschedulable(EXISTING_ANTI_AFFINITY_REASON);
         }
         Status::Success
@@ -175,9 +204,8 @@ impl Plugin for InterPodAffinity {
         all: &[Arc<NodeInfo>],
         state: &mut CycleState,
     ) {
-        let mut scores = Counts::new();
         if feasible.is_empty() {
-            state.put(SCORES, scores);
+            state.put(SCORES, Counts::default());
             return;
         }
         let pref = self.own_terms(preferred(pod, false));
@@ -185,25 +213,44 @@ impl Plugin for InterPodAffinity {
         let ns_labels = namespace_labels(self.namespaces.as_ref(), namespace_of(pod));
         // Without preferred terms of its own, the pod only meets the terms of pods that have some.
         let has_terms = !(pref.is_empty() && pref_anti.is_empty());
-        for node in all {
-            let others = if has_terms {
-                &node.pods
-            } else {
-                &node.affinity_pods
-            };
-            for other in others.iter().filter(|o| !same_pod(o, pod)) {
-                let mut add = |terms: &[Term], target: &Pod, labels: &Labels, sign: i64| {
-                    for t in terms.iter().filter(|t| t.matches(target, labels)) {
-                        count(&mut scores, node, &t.topology_key, sign * t.weight);
+        let nodes: Box<dyn Iterator<Item = &Arc<NodeInfo>>> = if has_terms {
+            Box::new(all.iter())
+        } else {
+            with_affinity_pods(all, state)
+        };
+        let mut scores = Counts::default();
+        let none = Labels::new();
+        for node in nodes {
+            if has_terms {
+                for other in node.pods.iter().filter(|o| !same_pod(o, pod)) {
+                    for t in pref.iter().filter(|t| t.matches(other, &none)) {
+                        scores.add(node, &t.topology_key, t.weight);
                     }
-                };
-                let none = Labels::new();
-                add(&pref, other, &none, 1);
-                add(&pref_anti, other, &none, -1);
-                let hard = required(other, false, HARD_POD_AFFINITY_WEIGHT);
-                add(&hard, pod, &ns_labels, 1);
-                add(&preferred(other, false), pod, &ns_labels, 1);
-                add(&preferred(other, true), pod, &ns_labels, -1);
+                    for t in pref_anti.iter().filter(|t| t.matches(other, &none)) {
+                        scores.add(node, &t.topology_key, -t.weight);
+                    }
+                }
+            }
+            // Only pods with terms of their own have terms that may select the pod.
+            let placed = node.affinity_pods.iter().zip(&node.affinity_terms);
+            for (_, terms) in placed.filter(|(o, _)| !same_pod(o, pod)) {
+                for t in terms.required.iter().filter(|t| t.matches(pod, &ns_labels)) {
+                    scores.add(node, &t.topology_key, HARD_POD_AFFINITY_WEIGHT);
+                }
+                for t in terms
+                    .preferred
+                    .iter()
+                    .filter(|t| t.matches(pod, &ns_labels))
+                {
+                    scores.add(node, &t.topology_key, t.weight);
+                }
+                for t in terms
+                    .preferred_anti
+                    .iter()
+                    .filter(|t| t.matches(pod, &ns_labels))
+                {
+                    scores.add(node, &t.topology_key, -t.weight);
+                }
             }
         }
         state.put(SCORES, scores);
@@ -213,12 +260,7 @@ impl Plugin for InterPodAffinity {
         let Some(scores) = state.get::<Counts>(SCORES) else {
             return 0;
         };
-        let labels = node.labels();
-        scores
-            .iter()
-            .filter(|((k, v), _)| labels.get(k) == Some(v))
-            .map(|(_, s)| *s)
-            .sum()
+        scores.sum(node.labels())
     }
 
     /// Min-max scaling to 0..=100, as upstream.

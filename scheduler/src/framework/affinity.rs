@@ -1,5 +1,7 @@
 //! Pod (anti-)affinity terms as upstream's AffinityTerm: which pods a term selects (a label
-//! selector over the pods of some namespaces) and the topology key it groups nodes by.
+//! selector over the pods of some namespaces) and the topology key it groups nodes by. A
+//! placed pod's terms are parsed once, when its node's NodeInfo is built ([`PodTerms`], as
+//! upstream's PodInfo), not in every cycle.
 //!
 //! A term looks in the namespaces it lists or whose labels its `namespaceSelector` matches
 //! (`{}` matches every namespace); with neither, in its own pod's namespace. For the incoming
@@ -20,6 +22,7 @@ const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
 
 /// A term resolved against its owner's namespace.
+#[derive(Debug, Clone)]
 pub struct Term {
     selector: Selector,
     namespaces: HashSet<String>,
@@ -148,6 +151,26 @@ pub fn preferred(pod: &Pod, anti: bool) -> Vec<Term> {
         .iter()
         .map(|t| Term::new(&t.pod_affinity_term, ns, i64::from(t.weight)))
         .collect()
+}
+
+/// The terms of a placed pod, parsed once (upstream's PodInfo): required terms weigh 1.
+#[derive(Debug, Clone)]
+pub struct PodTerms {
+    pub required: Vec<Term>,
+    pub required_anti: Vec<Term>,
+    pub preferred: Vec<Term>,
+    pub preferred_anti: Vec<Term>,
+}
+
+impl PodTerms {
+    pub fn of(pod: &Pod) -> PodTerms {
+        PodTerms {
+            required: required(pod, false, 1),
+            required_anti: required(pod, true, 1),
+            preferred: preferred(pod, false),
+            preferred_anti: preferred(pod, true),
+        }
+    }
 }
 
 /// Whether `pod` matches every one of `terms` (and there is one), upstream's
