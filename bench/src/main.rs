@@ -3,6 +3,7 @@
 
 mod containers;
 mod custom;
+mod density;
 mod kubelet;
 mod metrics;
 mod scheduler;
@@ -82,6 +83,13 @@ enum Bench {
         /// Pods of the second run, in 10 groups with required anti-affinity to their own group.
         #[arg(long, default_value_t = 1000)]
         spread_pods: usize,
+        /// Nodes of the created-and-bound run (the scheduler running while the pods are
+        /// created).
+        #[arg(long, default_value_t = 100)]
+        bind_nodes: usize,
+        /// Pods of the created-and-bound run (0 skips it).
+        #[arg(long, default_value_t = 1000)]
+        bind_pods: usize,
     },
     /// Kubelet: cold start of `tinykube up --nodes 3`, and CPU/RSS of one kubelet simulating
     /// many nodes at rest and while pods start on them.
@@ -125,6 +133,20 @@ enum Bench {
         /// the run (initialDelaySeconds of a day).
         #[arg(long)]
         dormant_probe: bool,
+    },
+    /// Upstream's density scale on the whole stack (`tinykube up`, one kubelet simulating every
+    /// node): pause pods created by concurrent clients until every one is Running; throughput,
+    /// API call and pod startup latency (p50/p99), every component's peak RSS and CPU.
+    Density {
+        /// Nodes of the cluster (30 pods per node at the defaults, as upstream's SLO scale).
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        /// Pods created.
+        #[arg(long, default_value_t = 150_000)]
+        pods: usize,
+        /// Concurrent keep-alive clients creating them.
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
     },
     /// Workload controllers on `tinykube up`: a Job of many completions until Complete, and a
     /// Parallel StatefulSet until every replica is Ready.
@@ -458,7 +480,9 @@ async fn main() -> Result<()> {
             nodes,
             pods,
             spread_pods,
-        } => scheduler::bench_scheduler(nodes, pods, spread_pods).await,
+            bind_nodes,
+            bind_pods,
+        } => scheduler::bench_scheduler(nodes, pods, spread_pods, bind_nodes, bind_pods).await,
         Bench::Kubelet {
             runs,
             nodes,
@@ -494,6 +518,11 @@ async fn main() -> Result<()> {
         } => {
             workloads::bench_workloads(nodes, completions, parallelism, replicas, !no_claims).await
         }
+        Bench::Density {
+            nodes,
+            pods,
+            clients,
+        } => density::bench_density(nodes, pods, clients).await,
         Bench::Testcluster { rounds } => testcluster::bench_testcluster(rounds).await,
         Bench::Metrics {
             nodes,

@@ -193,12 +193,112 @@ fn report(what: &str, run: &Run, workload: &str) {
     );
 }
 
+/// The scheduler already running: `pods` pods created by `clients` concurrent clients while a
+/// watch counts bindings; pods/s from the first create to the last binding, and the API
+/// server's CPU over that time.
+async fn created_and_bound(server: &Server, pods: usize, clients: usize) -> Result<(f64, f64)> {
+    let http = reqwest::Client::new();
+    let mut scheduler = Command::new(binary("tinykube-scheduler")?)
+        .args(["--master", &server.url, "--secure-port", "0"])
+        .args(["--leader-elect=false", "--seed", "1"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting tinykube-scheduler")?;
+    let path = "/api/v1/namespaces/default/pods";
+    // The scheduler is ready once it binds a first pod.
+    create_many(&server.url, path, 1, 1, "warmup", plain_pod).await?;
+    let list: Value = http
+        .get(format!("{}{path}", server.url))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("0")
+        .to_string();
+    let resp = http
+        .get(format!(
+            "{}{path}?watch=true&resourceVersion={rv}&timeoutSeconds=3600",
+            server.url
+        ))
+        .send()
+        .await?;
+    let mut stream = resp.bytes_stream();
+    let warm = Instant::now();
+    loop {
+        let list: Value = http
+            .get(format!("{}{path}/warmup-0", server.url))
+            .send()
+            .await?
+            .json()
+            .await?;
+        if list["spec"]["nodeName"].is_string() {
+            break;
+        }
+        if warm.elapsed() > Duration::from_secs(60) {
+            bail!("the scheduler bound no pod in 60 s");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let apiserver_pid = server.child.id().context("apiserver pid")?;
+    let cpu0 = cpu_time(apiserver_pid)?;
+    let start = Instant::now();
+    let url = server.url.clone();
+    let creating =
+        tokio::spawn(async move { create_many(&url, path, pods, clients, "pod", plain_pod).await });
+    let mut bound = HashSet::new();
+    let mut buf = Vec::new();
+    while bound.len() < pods {
+        let chunk = tokio::time::timeout(Duration::from_secs(120), stream.next())
+            .await
+            .with_context(|| format!("no binding for 120 s; {} bound", bound.len()))?
+            .context("watch ended")??;
+        buf.extend_from_slice(&chunk);
+        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=pos).collect();
+            let Ok(ev) = serde_json::from_slice::<Value>(&line) else {
+                continue;
+            };
+            let obj = &ev["object"];
+            let name = obj["metadata"]["name"].as_str().unwrap_or("");
+            if obj["spec"]["nodeName"].is_string() && name.starts_with("pod-") {
+                bound.insert(name.to_string());
+            }
+        }
+    }
+    let took = start.elapsed();
+    creating.await??;
+    let cpu = cpu_time(apiserver_pid)? - cpu0;
+    scheduler.kill().await.ok();
+    Ok((
+        pods as f64 / took.as_secs_f64(),
+        cpu.as_secs_f64() * 1e6 / pods as f64,
+    ))
+}
+
 /// Groups of the anti-affinity run; the pods of a group need a node each.
 const GROUPS: usize = 10;
 
-pub async fn bench_scheduler(nodes: usize, pods: usize, spread_pods: usize) -> Result<()> {
+pub async fn bench_scheduler(
+    nodes: usize,
+    pods: usize,
+    spread_pods: usize,
+    bind_nodes: usize,
+    bind_pods: usize,
+) -> Result<()> {
     let clients = 8;
-    {
+    if bind_pods > 0 {
+        let server = start_apiserver().await?;
+        create_nodes(&server, bind_nodes, clients).await?;
+        let (rate, cpu_per_pod) = created_and_bound(&server, bind_pods, clients).await?;
+        println!(
+            "pods created and bound: {rate:.0} pods/s (API server CPU {cpu_per_pod:.0} µs per pod; workload: {bind_pods} pods of 100m/64Mi created by {clients} concurrent keep-alive clients while tinykube-scheduler binds them to {bind_nodes} Ready nodes; from the first create to the last binding seen on a watch)"
+        );
+    }
+    if pods > 0 {
         let server = start_apiserver().await?;
         create_nodes(&server, nodes, clients).await?;
         let path = "/api/v1/namespaces/default/pods";

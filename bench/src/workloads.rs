@@ -18,9 +18,9 @@ use crate::kubelet::terminate;
 const TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// `tinykube up` on a fresh data dir.
-struct Up {
+pub(crate) struct Up {
     child: Child,
-    url: String,
+    pub(crate) url: String,
     _dir: tempfile::TempDir,
 }
 
@@ -34,13 +34,18 @@ impl Drop for Up {
 impl Up {
     /// Stop the cluster and wait for the launcher to have stopped its components (killing it
     /// at once would leave them running).
-    async fn down(mut self) {
+    pub(crate) async fn down(mut self) {
         terminate(&self.child);
         let _ = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
     }
 }
 
 async fn up(nodes: usize) -> Result<Up> {
+    up_with(nodes, &[]).await
+}
+
+/// `tinykube up --nodes N` with `extra` flags, until its export line (every node Ready).
+pub(crate) async fn up_with(nodes: usize, extra: &[String]) -> Result<Up> {
     let dir = tempfile::tempdir()?;
     let mut child = Command::new(binary("tinykube")?)
         .args([
@@ -52,6 +57,7 @@ async fn up(nodes: usize) -> Result<Up> {
             "--data-dir",
         ])
         .arg(dir.path().join("data"))
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
@@ -78,6 +84,13 @@ async fn up(nodes: usize) -> Result<Up> {
         url,
         _dir: dir,
     })
+}
+
+impl Up {
+    /// The data directory (`run/*.pid` name every component's process).
+    pub(crate) fn data_dir(&self) -> std::path::PathBuf {
+        self._dir.path().join("data")
+    }
 }
 
 async fn create(http: &reqwest::Client, url: &str, path: &str, body: &Value) -> Result<()> {

@@ -199,18 +199,19 @@ pub(crate) async fn flusher(shared: Arc<Shared>) {
 
 /// Make everything written so far durable: sled's flush writes its log buffers and waits for
 /// them with `sync_file_range`, which neither flushes the device's write cache nor the file's
-/// size, so an `fdatasync` of the log file follows.
+/// size, so an `fdatasync` of the log file follows. Both run on one blocking thread: sled's
+/// `flush_async` would hand the flush to sled's own thread pool, whose every job wakes all of its
+/// idle threads.
 async fn flush(shared: &Shared) -> Result<(), String> {
-    shared
-        .db
-        .flush_async()
-        .await
-        .map_err(|e| format!("flushing sled: {e}"))?;
+    let db = shared.db.clone();
     let file = shared.db_file.clone();
-    tokio::task::spawn_blocking(move || file.sync_data())
-        .await
-        .map_err(|e| format!("syncing the database file: {e}"))?
-        .map_err(|e| format!("syncing the database file: {e}"))
+    tokio::task::spawn_blocking(move || {
+        db.flush().map_err(|e| format!("flushing sled: {e}"))?;
+        file.sync_data()
+            .map_err(|e| format!("syncing the database file: {e}"))
+    })
+    .await
+    .map_err(|e| format!("flushing the store: {e}"))?
 }
 
 /// Make a flushed batch visible: the read index, then the writers' view, then the watchers.
