@@ -6,6 +6,7 @@ mod custom;
 mod density;
 mod kubelet;
 mod metrics;
+mod rest;
 mod scheduler;
 mod storage;
 mod testcluster;
@@ -191,6 +192,22 @@ enum Bench {
         /// Rounds, each of every shape.
         #[arg(long, default_value_t = 5)]
         rounds: usize,
+    },
+    /// The whole stack at rest: every process's VmRSS (anon, file, PSS, threads) and the sum,
+    /// of `tinykube up` after its nodes have been Ready a while, and its cold start.
+    Rest {
+        /// Nodes of the cluster.
+        #[arg(long, default_value_t = 3)]
+        nodes: usize,
+        /// Seconds at rest after the ready line before memory is read.
+        #[arg(long, default_value_t = 30)]
+        seconds: u64,
+        /// Runs (alternated with --before's when given).
+        #[arg(long, default_value_t = 1)]
+        runs: usize,
+        /// Another build's binary folder (its `tinykube` and components), run alternately.
+        #[arg(long)]
+        before: Option<PathBuf>,
     },
 }
 
@@ -524,6 +541,12 @@ async fn main() -> Result<()> {
             clients,
         } => density::bench_density(nodes, pods, clients).await,
         Bench::Testcluster { rounds } => testcluster::bench_testcluster(rounds).await,
+        Bench::Rest {
+            nodes,
+            seconds,
+            runs,
+            before,
+        } => rest::bench_rest(nodes, Duration::from_secs(seconds), runs, before).await,
         Bench::Metrics {
             nodes,
             pods,
