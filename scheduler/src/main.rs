@@ -53,6 +53,11 @@ struct Flags {
     leader_elect_retry_period: Option<std::time::Duration>,
 }
 
+/// mimalloc instead of glibc's malloc: a scheduling cycle allocates and frees many small values
+/// (see ARCHITECTURE.md, Choices).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() {
     let flags: Flags = tinykube_cli::parse("tinykube-scheduler");
