@@ -197,7 +197,10 @@ where
 {
     pub fn new(api: Api<K>, lp: ListParams) -> Self {
         let (ready_tx, ready_rx) = watch::channel(false);
-        let (tx, _) = broadcast::channel(4096);
+        // Room for 1024 notifications per informer, the initial size of upstream's per-listener
+        // ring: the slots are allocated up front (4096 of them held 196 KiB an informer at
+        // rest); a subscriber that falls further behind gets `Lagged` and resyncs from the cache.
+        let (tx, _) = broadcast::channel(1024);
         Informer {
             inner: Arc::new(RwLock::new(Inner {
                 objects: BTreeMap::new(),
