@@ -144,17 +144,7 @@ pub(crate) async fn run(
     body: impl Fn(&str) -> Value + Send + Sync + 'static,
 ) -> Result<Run> {
     let url = &cluster.server.url;
-    let list: Value = cluster
-        .http
-        .get(format!("{url}/api/v1/pods?limit=1"))
-        .send()
-        .await?
-        .json()
-        .await?;
-    let rv = list["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap_or("0")
-        .to_string();
+    let rv = crate::current_revision(&cluster.http, url).await?;
     let (tx, mut seen) = tokio::sync::watch::channel(Seen::default());
     let watcher = tokio::spawn(follow_pods(url.clone(), rv, tx));
     let rss_before_kib = rss_kib(cluster.kubelet_pid)?;

@@ -5,13 +5,11 @@
 //! the watch seeing the pod Running) and every component's peak RSS and CPU time.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -21,33 +19,33 @@ use crate::{percentile, rss_kib};
 
 /// What the bench reads of a pod on the watch; the rest of the object is skipped unparsed.
 #[derive(Deserialize)]
-struct Event {
-    object: PodView,
+pub(crate) struct Event {
+    pub(crate) object: PodView,
 }
 
 #[derive(Deserialize)]
-struct PodView {
-    metadata: Meta,
+pub(crate) struct PodView {
+    pub(crate) metadata: Meta,
     #[serde(default)]
-    spec: Spec,
+    pub(crate) spec: Spec,
     #[serde(default)]
-    status: Status,
+    pub(crate) status: Status,
 }
 
 #[derive(Deserialize)]
-struct Meta {
-    name: String,
+pub(crate) struct Meta {
+    pub(crate) name: String,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct Spec {
-    node_name: Option<String>,
+pub(crate) struct Spec {
+    pub(crate) node_name: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
-struct Status {
-    phase: Option<String>,
+pub(crate) struct Status {
+    pub(crate) phase: Option<String>,
 }
 
 /// When each pod's create was sent, answered, bound and seen Running.
@@ -74,68 +72,30 @@ fn pause_pod(name: &str) -> Value {
                      "resources": {"requests": {"cpu": "10m", "memory": "10Mi"}}}]}})
 }
 
-/// Every component's process: name and pid, from `DATA_DIR/run/*.pid`.
-fn components(data: &Path) -> Result<Vec<(String, u32)>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(data.join("run"))? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "pid") {
-            let name = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("")
-                .to_string();
-            if let Ok(pid) = std::fs::read_to_string(&path)?.trim().parse() {
-                out.push((name, pid));
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 /// Follow every pod from `rv`, recording when each is first seen bound and Running.
 async fn follow(url: String, rv: String, progress: Arc<Mutex<Progress>>) -> Result<()> {
-    let resp = reqwest::Client::new()
-        .get(format!(
-            "{url}/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&timeoutSeconds=3600&allowWatchBookmarks=false"
-        ))
-        .send()
-        .await?;
-    let mut stream = resp.bytes_stream();
-    let mut buf = Vec::new();
-    while let Some(chunk) = stream.next().await {
-        buf.extend_from_slice(&chunk?);
-        let mut start = 0;
-        while let Some(pos) = buf[start..].iter().position(|b| *b == b'\n') {
-            let line = &buf[start..start + pos];
-            start += pos + 1;
-            let Ok(ev) = serde_json::from_slice::<Event>(line) else {
-                continue;
-            };
-            let now = Instant::now();
-            let mut p = progress.lock().expect("progress lock");
-            let times = p.pods.entry(ev.object.metadata.name).or_default();
-            let (mut newly_bound, mut newly_running) = (false, false);
-            if ev.object.spec.node_name.is_some() && times.bound.is_none() {
-                times.bound = Some(now);
-                newly_bound = true;
-            }
-            if ev.object.status.phase.as_deref() == Some("Running") && times.running.is_none() {
-                times.running = Some(now);
-                newly_running = true;
-            }
-            if newly_bound {
-                p.bound += 1;
-                p.last_bound = Some(now);
-            }
-            if newly_running {
-                p.running += 1;
-            }
+    crate::watch_events(&url, &rv, 3600, |ev: Event| {
+        let now = Instant::now();
+        let mut p = progress.lock().expect("progress lock");
+        let times = p.pods.entry(ev.object.metadata.name).or_default();
+        let bound = ev.object.spec.node_name.is_some() && times.bound.is_none();
+        let running =
+            ev.object.status.phase.as_deref() == Some("Running") && times.running.is_none();
+        if bound {
+            times.bound = Some(now);
         }
-        buf.drain(..start);
-    }
-    Ok(())
+        if running {
+            times.running = Some(now);
+        }
+        if bound {
+            p.bound += 1;
+            p.last_bound = Some(now);
+        }
+        if running {
+            p.running += 1;
+        }
+    })
+    .await
 }
 
 /// Create `total` pods with `clients` concurrent clients, recording each create's latency.
@@ -202,18 +162,8 @@ pub async fn bench_density(nodes: usize, pods: usize, clients: usize) -> Result<
         ready.as_secs_f64()
     );
     let url = up.url.clone();
-    let procs = components(&up.data_dir())?;
-    let http = reqwest::Client::new();
-    let list: Value = http
-        .get(format!("{url}/api/v1/namespaces/default/pods?limit=1"))
-        .send()
-        .await?
-        .json()
-        .await?;
-    let rv = list["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap_or("0")
-        .to_string();
+    let procs = crate::component_pids(&up.data_dir())?;
+    let rv = crate::current_revision(&reqwest::Client::new(), &url).await?;
     let progress = Arc::new(Mutex::new(Progress::default()));
     let watcher = tokio::spawn(follow(url.clone(), rv, progress.clone()));
 

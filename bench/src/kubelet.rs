@@ -215,16 +215,7 @@ pub async fn bench_kubelet(runs: usize, nodes: usize, pods: usize, rest: Duratio
             .stdout(Stdio::null())
             .kill_on_drop(true)
             .spawn()?;
-        let list: Value = http
-            .get(format!("{}/api/v1/pods?limit=1", server.url))
-            .send()
-            .await?
-            .json()
-            .await?;
-        let rv = list["metadata"]["resourceVersion"]
-            .as_str()
-            .unwrap_or("0")
-            .to_string();
+        let rv = crate::current_revision(&http, &server.url).await?;
         let (tx, mut progress) = tokio::sync::watch::channel((0usize, 0usize));
         let url = server.url.clone();
         let watcher = tokio::spawn(async move { watch_progress(&url, &rv, tx).await });

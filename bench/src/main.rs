@@ -397,6 +397,17 @@ async fn watch_pods(
     timeout_secs: u64,
     mut on_pod: impl FnMut(&Value),
 ) -> Result<()> {
+    watch_events(url, rv, timeout_secs, |ev: Value| on_pod(&ev["object"])).await
+}
+
+/// Watch every pod from `rv` for up to `timeout_secs`, calling `on_event` with each event
+/// decoded as `E` (a type that reads only what the caller needs is cheaper than a `Value`).
+async fn watch_events<E: serde::de::DeserializeOwned>(
+    url: &str,
+    rv: &str,
+    timeout_secs: u64,
+    mut on_event: impl FnMut(E),
+) -> Result<()> {
     let resp = reqwest::Client::new()
         .get(format!(
             "{url}/api/v1/pods?watch=true&resourceVersion={rv}&timeoutSeconds={timeout_secs}"
@@ -407,14 +418,47 @@ async fn watch_pods(
     let mut buf = Vec::new();
     while let Some(chunk) = stream.next().await {
         buf.extend_from_slice(&chunk?);
-        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=pos).collect();
-            if let Ok(ev) = serde_json::from_slice::<Value>(&line) {
-                on_pod(&ev["object"]);
+        let mut start = 0;
+        while let Some(pos) = buf[start..].iter().position(|b| *b == b'\n') {
+            if let Ok(ev) = serde_json::from_slice::<E>(&buf[start..start + pos]) {
+                on_event(ev);
             }
+            start += pos + 1;
         }
+        buf.drain(..start);
     }
     Ok(())
+}
+
+/// The store's current revision, as a list of pods reports it: where a watch starts.
+async fn current_revision(http: &reqwest::Client, url: &str) -> Result<String> {
+    let list: Value = http
+        .get(format!("{url}/api/v1/pods?limit=1"))
+        .send()
+        .await?
+        .json()
+        .await?;
+    Ok(list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("0")
+        .to_string())
+}
+
+/// The processes of a `tinykube up` data dir: each component's name and pid, from `run/*.pid`.
+fn component_pids(data: &std::path::Path) -> Result<Vec<(String, u32)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(data.join("run"))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "pid") {
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            out.push((name, std::fs::read_to_string(&path)?.trim().parse()?));
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 fn rss_kib(pid: u32) -> Result<u64> {

@@ -105,18 +105,9 @@ async fn one_run(bin_dir: &Path, nodes: usize, rest: Duration) -> Result<Run> {
         tokio::time::sleep(rest).await;
         let launcher = read_mem(child.id().context("launcher pid")?)?;
         let mut components = Vec::new();
-        for entry in std::fs::read_dir(data.join("run"))? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "pid") {
-                let name = path
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let pid: u32 = std::fs::read_to_string(&path)?.trim().parse()?;
-                components.push((name, read_mem(pid)?));
-            }
+        for (name, pid) in crate::component_pids(&data)? {
+            components.push((name, read_mem(pid)?));
         }
-        components.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(Run {
             ready,
             launcher,

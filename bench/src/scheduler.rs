@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use futures::StreamExt;
 use serde_json::{json, Value};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 use crate::kubelet::cpu_time;
 use crate::{binary, create_many, rss_kib, start_apiserver, Server};
@@ -108,15 +108,23 @@ fn spread_pod(name: &str) -> Value {
     pod
 }
 
+/// The release scheduler against `server`, without leader election.
+fn start_scheduler(server: &Server) -> Result<Child> {
+    Command::new(binary("tinykube-scheduler")?)
+        .args(["--master", &server.url, "--secure-port", "0"])
+        .args(["--leader-elect=false", "--seed", "1"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting tinykube-scheduler")
+}
+
 /// Start the scheduler and wait, from a watch, until `expected` pods are bound.
 async fn time_bindings(server: &Server, expected: usize) -> Result<Run> {
     let http = reqwest::Client::new();
     let pods = format!("{}/api/v1/pods", server.url);
-    let list: Value = http.get(&pods).send().await?.json().await?;
-    let rv = list["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap_or("0")
-        .to_string();
+    let rv = crate::current_revision(&http, &server.url).await?;
     let resp = http
         .get(format!(
             "{pods}?watch=true&resourceVersion={rv}&timeoutSeconds=3600"
@@ -126,14 +134,7 @@ async fn time_bindings(server: &Server, expected: usize) -> Result<Run> {
     let mut stream = resp.bytes_stream();
 
     let start = Instant::now();
-    let mut scheduler = Command::new(binary("tinykube-scheduler")?)
-        .args(["--master", &server.url, "--secure-port", "0"])
-        .args(["--leader-elect=false", "--seed", "1"])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting tinykube-scheduler")?;
+    let mut scheduler = start_scheduler(server)?;
     let pid = scheduler.id().context("scheduler pid")?;
 
     let mut bound = HashSet::new();
@@ -198,44 +199,19 @@ fn report(what: &str, run: &Run, workload: &str) {
 /// server's CPU over that time.
 async fn created_and_bound(server: &Server, pods: usize, clients: usize) -> Result<(f64, f64)> {
     let http = reqwest::Client::new();
-    let mut scheduler = Command::new(binary("tinykube-scheduler")?)
-        .args(["--master", &server.url, "--secure-port", "0"])
-        .args(["--leader-elect=false", "--seed", "1"])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting tinykube-scheduler")?;
+    let mut scheduler = start_scheduler(server)?;
     let path = "/api/v1/namespaces/default/pods";
     // The scheduler is ready once it binds a first pod.
     create_many(&server.url, path, 1, 1, "warmup", plain_pod).await?;
-    let list: Value = http
-        .get(format!("{}{path}", server.url))
-        .send()
-        .await?
-        .json()
-        .await?;
-    let rv = list["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap_or("0")
-        .to_string();
-    let resp = http
-        .get(format!(
-            "{}{path}?watch=true&resourceVersion={rv}&timeoutSeconds=3600",
-            server.url
-        ))
-        .send()
-        .await?;
-    let mut stream = resp.bytes_stream();
     let warm = Instant::now();
     loop {
-        let list: Value = http
+        let pod: Value = http
             .get(format!("{}{path}/warmup-0", server.url))
             .send()
             .await?
             .json()
             .await?;
-        if list["spec"]["nodeName"].is_string() {
+        if pod["spec"]["nodeName"].is_string() {
             break;
         }
         if warm.elapsed() > Duration::from_secs(60) {
@@ -243,33 +219,37 @@ async fn created_and_bound(server: &Server, pods: usize, clients: usize) -> Resu
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let rv = crate::current_revision(&http, &server.url).await?;
+    let (tx, mut bound) = tokio::sync::watch::channel(0usize);
+    let url = server.url.clone();
+    let watcher = tokio::spawn(async move {
+        let mut names = HashSet::new();
+        crate::watch_events(&url, &rv, 3600, |ev: crate::density::Event| {
+            let pod = ev.object;
+            if pod.spec.node_name.is_some() && pod.metadata.name.starts_with("pod-") {
+                names.insert(pod.metadata.name);
+                tx.send_replace(names.len());
+            }
+        })
+        .await
+    });
     let apiserver_pid = server.child.id().context("apiserver pid")?;
     let cpu0 = cpu_time(apiserver_pid)?;
     let start = Instant::now();
     let url = server.url.clone();
     let creating =
         tokio::spawn(async move { create_many(&url, path, pods, clients, "pod", plain_pod).await });
-    let mut bound = HashSet::new();
-    let mut buf = Vec::new();
-    while bound.len() < pods {
-        let chunk = tokio::time::timeout(Duration::from_secs(120), stream.next())
-            .await
-            .with_context(|| format!("no binding for 120 s; {} bound", bound.len()))?
-            .context("watch ended")??;
-        buf.extend_from_slice(&chunk);
-        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=pos).collect();
-            let Ok(ev) = serde_json::from_slice::<Value>(&line) else {
-                continue;
-            };
-            let obj = &ev["object"];
-            let name = obj["metadata"]["name"].as_str().unwrap_or("");
-            if obj["spec"]["nodeName"].is_string() && name.starts_with("pod-") {
-                bound.insert(name.to_string());
-            }
-        }
-    }
+    let all = tokio::time::timeout(
+        Duration::from_secs(120 + pods as u64 / 10),
+        bound.wait_for(|n| *n >= pods),
+    )
+    .await
+    .is_ok();
     let took = start.elapsed();
+    watcher.abort();
+    if !all {
+        bail!("only {} of {pods} pods bound", *bound.borrow());
+    }
     creating.await??;
     let cpu = cpu_time(apiserver_pid)? - cpu0;
     scheduler.kill().await.ok();

@@ -236,6 +236,11 @@ fn apply(shared: &Shared, events: &[etcd_client::Event]) {
         cache.revision = cache.revision.max(last);
     }
     publish(shared, out);
+    shared.applied.send_if_modified(|applied| {
+        let moved = last > *applied;
+        *applied = (*applied).max(last);
+        moved
+    });
     shared.seen.send_if_modified(|seen| {
         let moved = last > *seen;
         *seen = (*seen).max(last);
@@ -309,6 +314,11 @@ async fn reload(shared: &Shared) -> Result<(), etcd_client::Error> {
         }
     }
     shared.seen.send_replace(revision);
+    shared.applied.send_if_modified(|applied| {
+        let moved = revision > *applied;
+        *applied = (*applied).max(revision);
+        moved
+    });
     Ok(())
 }
 

@@ -82,8 +82,14 @@ pub(crate) struct Shared {
     pub(crate) cfg: EtcdConfig,
     pub(crate) cache: RwLock<Cache>,
     pub(crate) ring: Mutex<Ring>,
-    /// The cache's revision, for writers and `sync` waiting on it.
+    /// The cache's revision, for `sync` and refused writes waiting on it (moved by events and
+    /// by progress notifications).
     pub(crate) seen: tokio::sync::watch::Sender<u64>,
+    /// The revision of the last event the cache applied (or of its last load): what a write
+    /// waits for. A progress notification does not move it: etcd before 3.4.25 / 3.5.8 may send
+    /// one with a revision ahead of events still on their way (etcd issue 15220), which would
+    /// let a write answer before the cache and the watchers have it.
+    pub(crate) applied: tokio::sync::watch::Sender<u64>,
     /// Asks the cache's watch for a progress notification (the cache's revision moves to
     /// etcd's even when nothing under the prefix changed).
     pub(crate) progress: Notify,
@@ -120,6 +126,25 @@ impl Shared {
                 "{what}: no answer within {:?}",
                 self.cfg.request_timeout
             ))),
+        }
+    }
+
+    /// Wait until the cache has applied the event of `revision`, a write under the prefix.
+    pub(crate) async fn applied(&self, revision: u64) -> Result<(), StoreError> {
+        let mut applied = self.applied.subscribe();
+        let reached = tokio::time::timeout(
+            self.cfg.request_timeout,
+            applied.wait_for(|a| *a >= revision),
+        )
+        .await
+        .map(|r| r.is_ok());
+        match reached {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(StoreError::Closed),
+            Err(_) => Err(StoreError::Timeout {
+                revision,
+                waited: self.cfg.request_timeout,
+            }),
         }
     }
 
@@ -227,6 +252,7 @@ impl EtcdStore {
                 tx: Some(broadcast::channel(1024).0),
             }),
             seen: tokio::sync::watch::Sender::new(revision),
+            applied: tokio::sync::watch::Sender::new(revision),
             progress: Notify::new(),
             shutdown: tokio::sync::watch::Sender::new(false),
             tasks: Mutex::new(Vec::new()),
@@ -297,7 +323,7 @@ impl EtcdStore {
 
     /// The outcome of a write: wait for the cache to have it, count it.
     async fn written(&self, revision: u64) -> Result<u64, StoreError> {
-        self.shared().caught_up(revision).await?;
+        self.shared().applied(revision).await?;
         self.shared().writes.fetch_add(1, Ordering::Relaxed);
         Ok(revision)
     }
