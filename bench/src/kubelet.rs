@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use futures::StreamExt;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::{binary, create_many, pod, rss_kib, start_apiserver};
@@ -46,33 +45,10 @@ pub(crate) fn terminate(child: &Child) {
 
 /// One cold start: from spawning `tinykube up` to its `export KUBECONFIG=` line.
 pub(crate) async fn cold_start(nodes: usize) -> Result<Duration> {
-    let dir = tempfile::tempdir()?;
-    let started = Instant::now();
-    let mut child = Command::new(binary("tinykube")?)
-        .args([
-            "up",
-            "--port",
-            "0",
-            "--nodes",
-            &nodes.to_string(),
-            "--data-dir",
-        ])
-        .arg(dir.path().join("data"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
-    let mut took = None;
-    while let Some(line) = lines.next_line().await? {
-        if line.starts_with("export KUBECONFIG=") {
-            took = Some(started.elapsed());
-            break;
-        }
-    }
-    terminate(&child);
-    let _ = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
-    took.context("tinykube up printed no export line")
+    let up = crate::workloads::up_with(nodes, &[]).await?;
+    let took = up.ready;
+    up.down().await;
+    Ok(took)
 }
 
 pub(crate) async fn ready_nodes(http: &reqwest::Client, url: &str) -> Result<usize> {

@@ -4,15 +4,11 @@
 //! alternate with another build's binaries (DIR holds its `tinykube` and the components).
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
 
 use crate::binary;
-use crate::kubelet::terminate;
 
 /// What /proc says about one process, in KiB.
 #[derive(Debug, Default, Clone, Copy)]
@@ -79,44 +75,22 @@ impl Run {
 /// Start `tinykube up` from `bin_dir` on a fresh data dir, wait until ready plus `rest`, read
 /// every process's memory, stop it.
 async fn one_run(bin_dir: &Path, nodes: usize, rest: Duration) -> Result<Run> {
-    let dir = tempfile::tempdir()?;
-    let data = dir.path().join("data");
-    let started = Instant::now();
-    let mut child = Command::new(bin_dir.join("tinykube"))
-        .args(["up", "--port", "0", "--nodes", &nodes.to_string()])
-        .arg("--data-dir")
-        .arg(&data)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("starting {}", bin_dir.join("tinykube").display()))?;
-    let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
-    let mut ready = None;
-    while let Some(line) = lines.next_line().await? {
-        if line.starts_with("export KUBECONFIG=") {
-            ready = Some(started.elapsed());
-            break;
-        }
-    }
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let result = async {
-        let ready = ready.context("tinykube up printed no export line")?;
-        tokio::time::sleep(rest).await;
-        let launcher = read_mem(child.id().context("launcher pid")?)?;
+    let up = crate::workloads::up_from(&bin_dir.join("tinykube"), nodes, &[]).await?;
+    tokio::time::sleep(rest).await;
+    let read = || -> Result<Run> {
+        let launcher = read_mem(up.launcher_pid()?)?;
         let mut components = Vec::new();
-        for (name, pid) in crate::component_pids(&data)? {
+        for (name, pid) in crate::component_pids(&up.data_dir())? {
             components.push((name, read_mem(pid)?));
         }
         Ok(Run {
-            ready,
+            ready: up.ready,
             launcher,
             components,
         })
-    }
-    .await;
-    terminate(&child);
-    let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
+    };
+    let result = read();
+    up.down().await;
     result
 }
 

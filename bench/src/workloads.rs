@@ -3,6 +3,7 @@
 //! `Complete`, and the time a `Parallel` StatefulSet takes to have every replica Ready (with a
 //! claim per replica, provisioned and bound, unless told otherwise).
 
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,9 @@ const TIMEOUT: Duration = Duration::from_secs(1800);
 pub(crate) struct Up {
     child: Child,
     pub(crate) url: String,
-    _dir: tempfile::TempDir,
+    /// From the launcher's spawn to its `export KUBECONFIG=` line (every node Ready).
+    pub(crate) ready: Duration,
+    dir: tempfile::TempDir,
 }
 
 impl Drop for Up {
@@ -38,6 +41,16 @@ impl Up {
         terminate(&self.child);
         let _ = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
     }
+
+    /// The data directory (`run/*.pid` name every component's process).
+    pub(crate) fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The launcher's own pid.
+    pub(crate) fn launcher_pid(&self) -> Result<u32> {
+        self.child.id().context("launcher pid")
+    }
 }
 
 async fn up(nodes: usize) -> Result<Up> {
@@ -46,22 +59,25 @@ async fn up(nodes: usize) -> Result<Up> {
 
 /// `tinykube up --nodes N` with `extra` flags, until its export line (every node Ready).
 pub(crate) async fn up_with(nodes: usize, extra: &[String]) -> Result<Up> {
+    let bin = binary("tinykube")?;
+    up_from(&bin, nodes, extra).await
+}
+
+/// The launcher `bin` (next to the components it starts) on a fresh data dir, `--nodes N` and
+/// `extra` flags, until its export line.
+pub(crate) async fn up_from(bin: &Path, nodes: usize, extra: &[String]) -> Result<Up> {
     let dir = tempfile::tempdir()?;
-    let mut child = Command::new(binary("tinykube")?)
-        .args([
-            "up",
-            "--port",
-            "0",
-            "--nodes",
-            &nodes.to_string(),
-            "--data-dir",
-        ])
+    let started = Instant::now();
+    let mut child = Command::new(bin)
+        .args(["up", "--port", "0", "--nodes", &nodes.to_string()])
+        .arg("--data-dir")
         .arg(dir.path().join("data"))
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
-        .spawn()?;
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
     let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
     let mut kubeconfig = None;
     while let Some(line) = lines.next_line().await? {
@@ -70,27 +86,23 @@ pub(crate) async fn up_with(nodes: usize, extra: &[String]) -> Result<Up> {
             break;
         }
     }
+    let ready = started.elapsed();
+    let mut up = Up {
+        child,
+        url: String::new(),
+        ready,
+        dir,
+    };
     let kubeconfig = kubeconfig.context("tinykube up printed no export line")?;
     let text = std::fs::read_to_string(&kubeconfig)?;
-    let url = text
+    up.url = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("server: "))
         .context("no server in the kubeconfig")?
         .to_string();
     // Keep draining its stdout so it never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok(Up {
-        child,
-        url,
-        _dir: dir,
-    })
-}
-
-impl Up {
-    /// The data directory (`run/*.pid` name every component's process).
-    pub(crate) fn data_dir(&self) -> std::path::PathBuf {
-        self._dir.path().join("data")
-    }
+    Ok(up)
 }
 
 async fn create(http: &reqwest::Client, url: &str, path: &str, body: &Value) -> Result<()> {
