@@ -466,13 +466,15 @@ fn unreachable(node: &Value, path: &str, why: &str) -> ApiError {
     }
 }
 
-/// Hop-by-hop and upgrade headers forwarded to the kubelet with an upgrade request.
-const FORWARDED: &[header::HeaderName] = &[
-    header::CONNECTION,
-    header::UPGRADE,
-    header::SEC_WEBSOCKET_KEY,
-    header::SEC_WEBSOCKET_VERSION,
-    header::SEC_WEBSOCKET_PROTOCOL,
+/// Hop-by-hop and upgrade headers forwarded to the kubelet with an upgrade request: WebSocket's
+/// handshake, and the stream protocol versions a SPDY client offers.
+const FORWARDED: &[&str] = &[
+    "connection",
+    "upgrade",
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-protocol",
+    "x-stream-protocol-version",
 ];
 
 fn is_upgrade(headers: &HeaderMap) -> bool {
@@ -513,8 +515,8 @@ pub async fn connect(mut ctx: Ctx, method: Method, kind: Connect) -> ApiResult<R
         .uri(&uri)
         .header(header::HOST, addr.to_string());
     for h in FORWARDED {
-        for v in ctx.headers.get_all(h) {
-            req = req.header(h, v);
+        for v in ctx.headers.get_all(*h) {
+            req = req.header(*h, v);
         }
     }
     let req = req

@@ -1,19 +1,21 @@
 //! `/exec/{namespace}/{pod}/{container}?command=…&stdin=1&stdout=1&stderr=1&tty=1` and
-//! `/attach/…`: a WebSocket session speaking one of the channel protocols ([`super::channel`]).
-//! Exec runs the command through [`Kubelet::exec`] and ends with its status on channel 3;
-//! attach streams what the container writes from now on until its run ends and, for a
-//! container with `stdin: true`, hands what is typed to its main process.
+//! `/attach/…`: a session over WebSocket speaking one of the channel protocols
+//! ([`super::channel`]), or over SPDY/3.1 with one stream per channel ([`super::spdy`]), as the
+//! client asks in its upgrade. Exec runs the command through [`Kubelet::exec`] and ends with its
+//! status on the error channel; attach streams what the container writes from now on until its
+//! run ends and, for a container with `stdin: true`, hands what is typed to its main process.
 
 use std::sync::Arc;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{FromRequestParts, Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use tinykube_runtime::{BoxFuture, Stream};
 use tokio::sync::{broadcast, mpsc};
 
 use super::channel::{self, Frame, Incoming, Outcome, Protocol};
+use super::spdy::{self, Conn};
 use crate::logs::LogHandle;
 use crate::runner::{ExecIo, StreamError};
 use crate::Kubelet;
@@ -57,45 +59,104 @@ fn bad_request(message: String) -> Response {
     (StatusCode::BAD_REQUEST, message).into_response()
 }
 
-/// Not an upgrade (SPDY, or a plain request): upstream's answer to a failed handshake.
+/// Not an upgrade: upstream's answer to a failed handshake.
 fn not_upgraded() -> Response {
-    bad_request("Upgrade request required: this kubelet serves exec and attach over WebSocket (v5.channel.k8s.io … channel.k8s.io)".into())
+    bad_request("Upgrade request required".into())
 }
 
-/// The protocol agreed with the client.
-fn negotiated(ws: &WebSocketUpgrade) -> Protocol {
-    Protocol::parse(ws.selected_protocol().and_then(|v| v.to_str().ok())).unwrap_or(Protocol {
-        version: 1,
-        base64: false,
-    })
+/// The upgrade a client asked for, accepted: the answer to send, and the connection to come.
+enum Upgrade {
+    WebSocket(WebSocketUpgrade, Protocol),
+    Spdy {
+        answer: Response,
+        on: hyper::upgrade::OnUpgrade,
+        proto: Protocol,
+    },
 }
 
-/// The WebSocket upgrade of an exec or attach request, with its protocol; `Err` is the answer
-/// refusing it.
-type WsRejection = axum::extract::ws::rejection::WebSocketUpgradeRejection;
+impl Upgrade {
+    /// Read the query and the upgrade of an exec or attach request; `Err` is the answer refusing
+    /// it.
+    async fn of(req: Request, state: &Arc<Kubelet>) -> Result<(ExecQuery, Upgrade), Response> {
+        let (mut parts, _) = req.into_parts();
+        let q = ExecQuery::parse(parts.uri.query()).map_err(bad_request)?;
+        if spdy::requested(&parts.headers) {
+            let chosen = spdy::negotiate(&parts.headers, spdy::REMOTE_COMMAND).map_err(|r| *r)?;
+            let on = parts
+                .extensions
+                .remove::<hyper::upgrade::OnUpgrade>()
+                .ok_or_else(not_upgraded)?;
+            let proto = spdy::channel_protocol(chosen);
+            let answer = spdy::switching(chosen);
+            return Ok((q, Upgrade::Spdy { answer, on, proto }));
+        }
+        let ws = WebSocketUpgrade::from_request_parts(&mut parts, state)
+            .await
+            .map_err(|_| not_upgraded())?;
+        let ws = ws.protocols(channel::PROTOCOLS.iter().copied());
+        let proto = Protocol::parse(ws.selected_protocol().and_then(|v| v.to_str().ok()))
+            .unwrap_or(Protocol {
+                version: 1,
+                base64: false,
+            });
+        Ok((q, Upgrade::WebSocket(ws, proto)))
+    }
 
-fn upgrade(
-    raw: Option<String>,
-    ws: Result<WebSocketUpgrade, WsRejection>,
-) -> Result<(ExecQuery, WebSocketUpgrade, Protocol), Box<Response>> {
-    let q = ExecQuery::parse(raw.as_deref()).map_err(|e| Box::new(bad_request(e)))?;
-    let Ok(ws) = ws else {
-        return Err(Box::new(not_upgraded()));
-    };
-    let ws = ws.protocols(channel::PROTOCOLS.iter().copied());
-    let proto = negotiated(&ws);
-    Ok((q, ws, proto))
+    /// Answer the client and run `session` on the connection once it is upgraded.
+    fn serve<F, Fut>(self, query: ExecQuery, session: F) -> Response
+    where
+        F: FnOnce(Session) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        match self {
+            Upgrade::WebSocket(ws, proto) => ws.on_upgrade(move |socket| async move {
+                session(Session::new(
+                    Transport::WebSocket(Box::new(socket)),
+                    proto,
+                    query,
+                ))
+                .await
+            }),
+            Upgrade::Spdy { answer, on, proto } => {
+                tokio::spawn(async move {
+                    let Ok(io) = on.await else { return };
+                    let mut conn = Conn::start(io);
+                    if conn.accept(&spdy_streams(&query, proto)).await {
+                        session(Session::new(Transport::Spdy(conn), proto, query)).await
+                    }
+                });
+                answer
+            }
+        }
+    }
+}
+
+/// The streams a SPDY client opens for `q`, as client-go's remote command protocols do.
+fn spdy_streams(q: &ExecQuery, proto: Protocol) -> Vec<&'static str> {
+    let mut kinds = vec!["error"];
+    for (on, kind) in [
+        (q.stdin, "stdin"),
+        (q.stdout, "stdout"),
+        (q.stderr, "stderr"),
+    ] {
+        if on {
+            kinds.push(kind);
+        }
+    }
+    if q.tty && proto.version >= 3 {
+        kinds.push("resize");
+    }
+    kinds
 }
 
 pub(crate) async fn exec(
     State(k): State<Arc<Kubelet>>,
     Path((namespace, pod, container)): Path<(String, String, String)>,
-    RawQuery(raw): RawQuery,
-    ws: Result<WebSocketUpgrade, WsRejection>,
+    req: Request,
 ) -> Response {
-    let (q, ws, proto) = match upgrade(raw, ws) {
+    let (q, upgrade) = match Upgrade::of(req, &k).await {
         Ok(u) => u,
-        Err(refused) => return *refused,
+        Err(refused) => return refused,
     };
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let (stdin_tx, stdin_rx) = match q.stdin {
@@ -117,22 +178,17 @@ pub(crate) async fn exec(
         Err(e) => Err(format!("error executing command in container: {e}")),
         Ok(run) => Ok(run),
     };
-    ws.on_upgrade(move |socket| async move {
-        Session::new(socket, proto, q)
-            .exec(started, stdin_tx, out_rx)
-            .await
-    })
+    upgrade.serve(q, move |session| session.exec(started, stdin_tx, out_rx))
 }
 
 pub(crate) async fn attach(
     State(k): State<Arc<Kubelet>>,
     Path((namespace, pod, container)): Path<(String, String, String)>,
-    RawQuery(raw): RawQuery,
-    ws: Result<WebSocketUpgrade, WsRejection>,
+    req: Request,
 ) -> Response {
-    let (q, ws, proto) = match upgrade(raw, ws) {
+    let (q, upgrade) = match Upgrade::of(req, &k).await {
         Ok(u) => u,
-        Err(refused) => return *refused,
+        Err(refused) => return refused,
     };
     let logs = match k.container_logs(&namespace, &pod, &container) {
         Err(e @ StreamError::PodNotFound { .. }) => {
@@ -145,20 +201,94 @@ pub(crate) async fn attach(
         .stdin
         .then(|| k.attach_stdin(&namespace, &pod, &container))
         .flatten();
-    ws.on_upgrade(move |socket| async move {
+    upgrade.serve(q, move |session| async move {
         let once = stdin.as_ref().is_some_and(|(_, once)| *once);
-        Session::new(socket, proto, q)
-            .attach(logs, stdin.map(|(tx, _)| tx))
-            .await;
+        session.attach(logs, stdin.map(|(tx, _)| tx)).await;
         if once {
             k.close_stdin(&namespace, &pod, &container);
         }
     })
 }
 
+/// The connection a session speaks over.
+enum Transport {
+    WebSocket(Box<WebSocket>),
+    Spdy(Conn),
+}
+
+impl Transport {
+    /// Send `data` on channel `ch`; false once the client is gone.
+    async fn send(&mut self, proto: Protocol, ch: u8, data: &[u8]) -> bool {
+        match self {
+            Transport::WebSocket(socket) => ws_send(socket, proto, ch, data).await,
+            Transport::Spdy(conn) => conn.send(spdy_kind(ch), data),
+        }
+    }
+
+    /// What the client says next; `None` once it has gone.
+    async fn recv(&mut self, proto: Protocol) -> Option<Incoming> {
+        match self {
+            Transport::WebSocket(socket) => match socket.recv().await {
+                Some(Ok(Message::Binary(b))) => Some(channel::decode(proto, false, &b)),
+                Some(Ok(Message::Text(t))) => Some(channel::decode(proto, true, t.as_bytes())),
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => None,
+                Some(Ok(_)) => Some(Incoming::Ignored),
+            },
+            Transport::Spdy(conn) => conn.recv().await,
+        }
+    }
+
+    /// The error channel's last word, if any, then a normal close that waits (bounded) for the
+    /// client's: closing with frames still unread would reset the connection, and the client
+    /// could lose the status.
+    async fn finish(self, proto: Protocol, status: Option<Vec<u8>>) {
+        match self {
+            Transport::WebSocket(mut socket) => {
+                if let Some(bytes) = status {
+                    ws_send(&mut socket, proto, channel::ERROR, &bytes).await;
+                }
+                let _ = socket
+                    .send(Message::Close(Some(CloseFrame {
+                        code: 1000,
+                        reason: "".into(),
+                    })))
+                    .await;
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+                    while let Some(Ok(msg)) = socket.recv().await {
+                        if matches!(msg, Message::Close(_)) {
+                            break;
+                        }
+                    }
+                })
+                .await;
+            }
+            Transport::Spdy(conn) => conn.finish(status.map(|b| ("error", b))).await,
+        }
+    }
+}
+
+async fn ws_send(socket: &mut WebSocket, proto: Protocol, ch: u8, data: &[u8]) -> bool {
+    let msg = match channel::encode(proto, ch, data) {
+        Frame::Binary(b) => Message::Binary(b.into()),
+        Frame::Text(t) => Message::Text(t.into()),
+    };
+    socket.send(msg).await.is_ok()
+}
+
+/// The SPDY stream of a channel.
+fn spdy_kind(ch: u8) -> &'static str {
+    match ch {
+        channel::STDIN => "stdin",
+        channel::STDOUT => "stdout",
+        channel::STDERR => "stderr",
+        channel::RESIZE => "resize",
+        _ => "error",
+    }
+}
+
 /// One upgraded connection.
 struct Session {
-    socket: WebSocket,
+    transport: Transport,
     proto: Protocol,
     query: ExecQuery,
     /// With a TTY: the echo and line editing a pty does.
@@ -166,9 +296,9 @@ struct Session {
 }
 
 impl Session {
-    fn new(socket: WebSocket, proto: Protocol, query: ExecQuery) -> Session {
+    fn new(transport: Transport, proto: Protocol, query: ExecQuery) -> Session {
         Session {
-            socket,
+            transport,
             proto,
             query,
             line: Default::default(),
@@ -176,11 +306,7 @@ impl Session {
     }
 
     async fn send(&mut self, ch: u8, data: &[u8]) -> bool {
-        let msg = match channel::encode(self.proto, ch, data) {
-            Frame::Binary(b) => Message::Binary(b.into()),
-            Frame::Text(t) => Message::Text(t.into()),
-        };
-        self.socket.send(msg).await.is_ok()
+        self.transport.send(self.proto, ch, data).await
     }
 
     /// Output of `stream` on its channel, if the client asked for it.
@@ -196,28 +322,10 @@ impl Session {
         !wanted || self.send(ch, text.as_bytes()).await
     }
 
-    /// Channel 3, then a normal close.
-    async fn finish(mut self, outcome: Outcome) {
-        if let Some(bytes) = channel::status(self.proto, &self.query.command, &outcome) {
-            self.send(channel::ERROR, &bytes).await;
-        }
-        let _ = self
-            .socket
-            .send(Message::Close(Some(CloseFrame {
-                code: 1000,
-                reason: "".into(),
-            })))
-            .await;
-        // Wait for the client's close (bounded): closing the TCP connection with its frames
-        // still unread would reset it, and the client could lose the status sent above.
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
-            while let Some(Ok(msg)) = self.socket.recv().await {
-                if matches!(msg, Message::Close(_)) {
-                    break;
-                }
-            }
-        })
-        .await;
+    /// The outcome on the error channel, then a normal close.
+    async fn finish(self, outcome: Outcome) {
+        let status = channel::status(self.proto, &self.query.command, &outcome);
+        self.transport.finish(self.proto, status).await
     }
 
     async fn exec(
@@ -238,11 +346,9 @@ impl Session {
                         return; // the client went away; dropping the command ends it
                     }
                 }
-                msg = self.socket.recv() => match msg {
-                    Some(Ok(Message::Binary(b))) => self.input(false, &b, &mut stdin).await,
-                    Some(Ok(Message::Text(t))) => self.input(true, t.as_bytes(), &mut stdin).await,
-                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
-                    Some(Ok(_)) => {}
+                said = self.transport.recv(self.proto) => match said {
+                    Some(incoming) => self.input(incoming, &mut stdin).await,
+                    None => return,
                 },
             }
         };
@@ -254,8 +360,8 @@ impl Session {
         self.finish(Outcome::Exited(code)).await
     }
 
-    async fn input(&mut self, text: bool, data: &[u8], stdin: &mut Option<mpsc::Sender<String>>) {
-        match channel::decode(self.proto, text, data) {
+    async fn input(&mut self, incoming: Incoming, stdin: &mut Option<mpsc::Sender<String>>) {
+        match incoming {
             Incoming::Stdin(bytes) => {
                 let typed = String::from_utf8_lossy(&bytes).into_owned();
                 let (chunks, eof) = if self.query.tty {
@@ -311,11 +417,9 @@ impl Session {
                     Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
-                msg = self.socket.recv() => match msg {
-                    Some(Ok(Message::Binary(b))) => self.input(false, &b, &mut stdin).await,
-                    Some(Ok(Message::Text(t))) => self.input(true, t.as_bytes(), &mut stdin).await,
-                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
-                    Some(Ok(_)) => {}
+                said = self.transport.recv(self.proto) => match said {
+                    Some(incoming) => self.input(incoming, &mut stdin).await,
+                    None => return,
                 },
             }
         }

@@ -8,6 +8,7 @@ pub mod channel;
 pub mod exec;
 pub mod logs;
 pub mod simnet;
+pub mod spdy;
 mod tty;
 
 use std::sync::Arc;
