@@ -371,6 +371,13 @@ pub static RESOURCES: &[ResourceInfo] = &[
                 version: None,
                 verbs: &["get"],
             },
+            Subresource {
+                name: "portforward",
+                kind: "PodPortForwardOptions",
+                group: None,
+                version: None,
+                verbs: &["create", "get"],
+            },
             status("Pod"),
         ],
         has_generation: true,

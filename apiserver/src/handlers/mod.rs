@@ -321,10 +321,15 @@ async fn serve_target(ctx: Ctx, method: Method, body: Body) -> ApiResult<Respons
         (Method::GET, true, Some("status")) => read::get(ctx),
         (Method::GET, true, Some("scale")) => subresource::get_scale(ctx),
         (Method::GET, true, Some("log")) => proxy::log(ctx).await,
-        (method @ (Method::GET | Method::POST), true, Some(sub @ ("exec" | "attach"))) => {
+        (
+            method @ (Method::GET | Method::POST),
+            true,
+            Some(sub @ ("exec" | "attach" | "portforward")),
+        ) => {
             let kind = match sub {
                 "exec" => proxy::Connect::Exec,
-                _ => proxy::Connect::Attach,
+                "attach" => proxy::Connect::Attach,
+                _ => proxy::Connect::PortForward,
             };
             proxy::connect(ctx, method, kind).await
         }

@@ -1,5 +1,6 @@
-//! `pods/log`, `pods/exec` and `pods/attach`: checked as upstream's pod registry checks them
-//! (LogLocation, ExecLocation, AttachLocation: the container, the node, the options), then
+//! `pods/log`, `pods/exec`, `pods/attach` and `pods/portforward`: checked as upstream's pod
+//! registry checks them (LogLocation, ExecLocation, AttachLocation, PortForwardLocation: the
+//! container, the node, the options), then
 //! proxied to the kubelet of the pod's node at the address its Node publishes in the
 //! `kubelet.tinykube.io/address` annotation. Logs stream the kubelet's body through; exec and
 //! attach forward the client's upgrade request, relay the kubelet's `101 Switching Protocols`
@@ -31,6 +32,8 @@ const DEFAULT_KUBELET_PORT: i64 = 10250;
 pub enum Connect {
     Exec,
     Attach,
+    /// `kubectl port-forward`: no container; the ports travel in the streams' headers.
+    PortForward,
 }
 
 impl Connect {
@@ -38,6 +41,7 @@ impl Connect {
         match self {
             Connect::Exec => "exec",
             Connect::Attach => "attach",
+            Connect::PortForward => "portForward",
         }
     }
 }
@@ -300,20 +304,28 @@ pub(super) fn go_error(e: &std::io::Error) -> String {
 
 /// The pod, its container, and its node's object (`None`: the pod is not bound).
 fn locate(ctx: &Ctx, container: Option<&str>) -> ApiResult<(String, Option<Value>)> {
-    let pods = registry::builtin("", "v1", "pods").expect("pods are served");
-    let nodes = registry::builtin("", "v1", "nodes").expect("nodes are served");
     let name = ctx.target.name.as_deref().unwrap_or("");
-    let pod = ctx
-        .state
-        .objects
-        .get(pods, ctx.target.namespace.as_deref(), name)?;
+    let pod = the_pod(ctx)?;
     let container = choose_container(&pod, name, container)?;
+    Ok((container, node_of(ctx, &pod)?))
+}
+
+fn the_pod(ctx: &Ctx) -> ApiResult<Value> {
+    let pods = registry::builtin("", "v1", "pods").expect("pods are served");
+    let name = ctx.target.name.as_deref().unwrap_or("");
+    ctx.state
+        .objects
+        .get(pods, ctx.target.namespace.as_deref(), name)
+}
+
+/// The object of the node `pod` is bound to (`None`: not bound yet).
+fn node_of(ctx: &Ctx, pod: &Value) -> ApiResult<Option<Value>> {
+    let nodes = registry::builtin("", "v1", "nodes").expect("nodes are served");
     let node_name = pod["spec"]["nodeName"].as_str().unwrap_or("");
     if node_name.is_empty() {
-        return Ok((container, None));
+        return Ok(None);
     }
-    let node = ctx.state.objects.get(nodes, None, node_name)?;
-    Ok((container, Some(node)))
+    Ok(Some(ctx.state.objects.get(nodes, None, node_name)?))
 }
 
 /// Send one request to a kubelet over a fresh connection (upgrades allowed).
@@ -489,12 +501,15 @@ fn is_upgrade(headers: &HeaderMap) -> bool {
     has(header::CONNECTION, "upgrade") && headers.contains_key(header::UPGRADE)
 }
 
-/// `GET|POST …/pods/NAME/exec` and `…/attach`.
+/// `GET|POST …/pods/NAME/exec`, `…/attach` and `…/portforward`.
 pub async fn connect(mut ctx: Ctx, method: Method, kind: Connect) -> ApiResult<Response> {
     let upgrade: Option<OnUpgrade> = ctx.upgrade.take();
     let opts = StreamOptions::parse(ctx.raw_query.as_deref());
     let name = ctx.target.name.clone().unwrap_or_default();
-    let (container, node) = locate(&ctx, opts.container.as_deref())?;
+    let (container, node) = match kind {
+        Connect::PortForward => (String::new(), node_of(&ctx, &the_pod(&ctx)?)?),
+        _ => locate(&ctx, opts.container.as_deref())?,
+    };
     let Some(node) = node else {
         return Err(ApiError::BadRequest(format!(
             "pod {name} does not have a host assigned"
@@ -504,8 +519,19 @@ pub async fn connect(mut ctx: Ctx, method: Method, kind: Connect) -> ApiResult<R
         return Err(ApiError::BadRequest("Upgrade request required".into()));
     }
     let namespace = ctx.target.namespace.clone().unwrap_or_default();
-    let path = format!("/{}/{namespace}/{name}/{container}", kind.path());
-    let uri = format!("{path}?{}", opts.kubelet_query(kind));
+    let uri = match kind {
+        // The ports are the client's (`ports=8080`), passed on as upstream's location does.
+        Connect::PortForward => format!(
+            "/{}/{namespace}/{name}?{}",
+            kind.path(),
+            ctx.raw_query.as_deref().unwrap_or("")
+        ),
+        _ => format!(
+            "/{}/{namespace}/{name}/{container}?{}",
+            kind.path(),
+            opts.kubelet_query(kind)
+        ),
+    };
     let addr = kubelet_of(&node).map_err(|e| ApiError::Failure {
         code: StatusCode::INTERNAL_SERVER_ERROR,
         message: format!("error dialing backend: {e}"),

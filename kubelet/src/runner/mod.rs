@@ -204,6 +204,20 @@ impl Kubelet {
             .any(|n| n.local().pods.values().any(|r| r.facts.pod_ip == ip))
     }
 
+    /// The IP and uid of the running pod `namespace/name` of any of our nodes.
+    pub(crate) fn pod_address(&self, namespace: &str, pod: &str) -> Option<(String, String)> {
+        self.nodes.iter().find_map(|n| {
+            let local = n.local();
+            local.pods.values().find_map(|r| {
+                let h = r.facts.run.as_ref()?;
+                (h.namespace() == namespace && h.name() == pod).then(|| {
+                    let uid = h.pod.metadata.uid.clone().unwrap_or_default();
+                    (r.facts.pod_ip.clone(), uid)
+                })
+            })
+        })
+    }
+
     /// The running pod `namespace/name` of any of our nodes.
     fn find_pod(&self, namespace: &str, pod: &str) -> Result<Arc<PodHandle>, StreamError> {
         for n in &self.nodes {

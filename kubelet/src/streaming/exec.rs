@@ -120,7 +120,7 @@ impl Upgrade {
             Upgrade::Spdy { answer, on, proto } => {
                 tokio::spawn(async move {
                     let Ok(io) = on.await else { return };
-                    let mut conn = Conn::start(io);
+                    let mut conn = Conn::start(hyper_util::rt::TokioIo::new(io));
                     if conn.accept(&spdy_streams(&query, proto)).await {
                         session(Session::new(Transport::Spdy(conn), proto, query)).await
                     }

@@ -1,12 +1,14 @@
-//! The kubelet's streaming endpoints, which the API server proxies `pods/log`, `pods/exec` and
-//! `pods/attach` to: `logs` (`/containerLogs/…`, plain or followed text), `exec` (`/exec/…` and
-//! `/attach/…` over WebSocket) and `channel` (the channel protocols' framing). Pods are found by
+//! The kubelet's streaming endpoints, which the API server proxies `pods/log`, `pods/exec`,
+//! `pods/attach` and `pods/portforward` to: `logs` (`/containerLogs/…`, plain or followed text),
+//! `exec` (`/exec/…` and `/attach/…` over WebSocket or SPDY), `channel` (the channel protocols'
+//! framing), `spdy` (SPDY/3.1) and `portforward` (`/portForward/…`). Pods are found by
 //! namespace and name across every node this process plays, through [`crate::runner`]. Also
 //! `simnet` (`/simnet/…`), where the other kubelet processes reach this one's pods.
 
 pub mod channel;
 pub mod exec;
 pub mod logs;
+pub mod portforward;
 pub mod simnet;
 pub mod spdy;
 mod tty;
@@ -44,6 +46,10 @@ pub(crate) fn routes() -> Router<Arc<Kubelet>> {
         .route(
             "/attach/{namespace}/{pod}/{container}",
             get(exec::attach).post(exec::attach),
+        )
+        .route(
+            "/portForward/{namespace}/{pod}",
+            get(portforward::port_forward).post(portforward::port_forward),
         )
         .route("/simnet/connect", post(simnet::connect))
         .route("/simnet/http", post(simnet::http))

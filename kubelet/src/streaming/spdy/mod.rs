@@ -13,9 +13,7 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use hyper::upgrade::Upgraded;
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use self::frame::{Codec, Frame};
@@ -115,10 +113,11 @@ pub fn channel_protocol(chosen: Option<&str>) -> Protocol {
 
 /// What the reader task reports.
 #[derive(Debug)]
-enum Event {
+pub enum Event {
+    /// The client opened a stream (answered already), with its headers.
     Opened {
         id: u32,
-        kind: String,
+        headers: Vec<(String, String)>,
     },
     Data {
         id: u32,
@@ -130,11 +129,38 @@ enum Event {
     Closed,
 }
 
+/// The value of header `name` of a stream.
+pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Writes frames on the connection; cheap to clone, for tasks serving streams side by side.
+#[derive(Clone)]
+pub struct Writer {
+    out: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+impl Writer {
+    /// `data` on stream `id`; false once the connection is gone.
+    pub fn data(&self, id: u32, data: &[u8]) -> bool {
+        data.chunks(32 * 1024)
+            .all(|chunk| self.out.send(frame::data(id, false, chunk)).is_ok())
+    }
+
+    /// End stream `id` from this side.
+    pub fn end(&self, id: u32) -> bool {
+        self.out.send(frame::data(id, true, &[])).is_ok()
+    }
+}
+
 /// One upgraded SPDY connection.
 pub struct Conn {
     events: mpsc::UnboundedReceiver<Event>,
-    out: mpsc::UnboundedSender<Vec<u8>>,
-    /// Stream ids by `streamtype`.
+    writer: Writer,
+    /// Stream ids by `streamtype` (the remote command protocols open one of each).
     streams: HashMap<String, u32>,
     /// Events read while waiting for the streams, handed out afterwards.
     early: VecDeque<Event>,
@@ -143,18 +169,33 @@ pub struct Conn {
 
 impl Conn {
     /// Start the reader and writer tasks on `io`.
-    pub fn start(io: Upgraded) -> Conn {
-        let (rd, wr) = tokio::io::split(TokioIo::new(io));
+    pub fn start<T>(io: T) -> Conn
+    where
+        T: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (rd, wr) = tokio::io::split(io);
         let (out_tx, out_rx) = mpsc::unbounded_channel();
         let (ev_tx, ev_rx) = mpsc::unbounded_channel();
         tokio::spawn(write_loop(wr, out_rx));
         tokio::spawn(read_loop(rd, ev_tx, out_tx.clone()));
         Conn {
             events: ev_rx,
-            out: out_tx,
+            writer: Writer { out: out_tx },
             streams: HashMap::new(),
             early: VecDeque::new(),
             closed: false,
+        }
+    }
+
+    pub fn writer(&self) -> Writer {
+        self.writer.clone()
+    }
+
+    /// The next event, in the order read.
+    pub async fn event(&mut self) -> Event {
+        match self.early.pop_front() {
+            Some(e) => e,
+            None => self.events.recv().await.unwrap_or(Event::Closed),
         }
     }
 
@@ -164,8 +205,9 @@ impl Conn {
         let waited = tokio::time::timeout(STREAM_CREATION_TIMEOUT, async {
             while !expected.iter().all(|k| self.streams.contains_key(*k)) {
                 match self.events.recv().await {
-                    Some(Event::Opened { id, kind }) => {
-                        self.streams.insert(kind, id);
+                    Some(Event::Opened { id, headers }) => {
+                        let kind = header(&headers, "streamtype").unwrap_or_default();
+                        self.streams.insert(kind.to_string(), id);
                     }
                     Some(Event::Closed) | None => return false,
                     Some(other) => self.early.push_back(other),
@@ -184,21 +226,17 @@ impl Conn {
     /// Send `data` on the stream of `kind`; a stream the client did not open swallows it.
     /// False once the connection is gone.
     pub fn send(&self, kind: &str, data: &[u8]) -> bool {
-        let Some(&stream) = self.streams.get(kind) else {
-            return !self.closed;
-        };
-        data.chunks(32 * 1024)
-            .all(|chunk| self.out.send(frame::data(stream, false, chunk)).is_ok())
+        match self.streams.get(kind) {
+            Some(&stream) => self.writer.data(stream, data),
+            None => !self.closed,
+        }
     }
 
     /// The next thing the client says on a stream the remote command protocols read: stdin's
     /// bytes and end, and terminal sizes. `None` once the connection is over.
     pub async fn recv(&mut self) -> Option<Incoming> {
         loop {
-            let event = match self.early.pop_front() {
-                Some(e) => e,
-                None => self.events.recv().await.unwrap_or(Event::Closed),
-            };
+            let event = self.event().await;
             let kind_of = |id: u32| {
                 self.streams
                     .iter()
@@ -206,8 +244,9 @@ impl Conn {
                     .map(|(k, _)| k.as_str())
             };
             match event {
-                Event::Opened { id, kind } => {
-                    self.streams.insert(kind, id);
+                Event::Opened { id, headers } => {
+                    let kind = header(&headers, "streamtype").unwrap_or_default();
+                    self.streams.insert(kind.to_string(), id);
                 }
                 Event::Data { id, data } => match kind_of(id) {
                     Some("stdin") => return Some(Incoming::Stdin(data)),
@@ -242,24 +281,29 @@ impl Conn {
 
     /// End every stream from this side (after `last` on the stream of its kind, if any), then
     /// wait a while for the client to hang up, so nothing sent is lost to a reset.
-    pub async fn finish(mut self, last: Option<(&str, Vec<u8>)>) {
+    pub async fn finish(self, last: Option<(&str, Vec<u8>)>) {
         if let Some((kind, bytes)) = last {
             self.send(kind, &bytes);
         }
         let mut ids: Vec<u32> = self.streams.values().copied().collect();
         ids.sort_unstable();
         for id in ids {
-            let _ = self.out.send(frame::data(id, true, &[]));
+            self.writer.end(id);
         }
+        self.hang_up().await;
+    }
+
+    /// Wait (bounded) for the client to close the connection.
+    pub async fn hang_up(mut self) {
         let _ = tokio::time::timeout(Duration::from_secs(5), async {
-            while self.recv().await.is_some() {}
+            while !matches!(self.event().await, Event::Closed) {}
         })
         .await;
     }
 }
 
-async fn write_loop(
-    mut wr: tokio::io::WriteHalf<TokioIo<Upgraded>>,
+async fn write_loop<T: AsyncWrite>(
+    mut wr: tokio::io::WriteHalf<T>,
     mut out: mpsc::UnboundedReceiver<Vec<u8>>,
 ) {
     while let Some(bytes) = out.recv().await {
@@ -279,8 +323,8 @@ async fn write_loop(
     let _ = wr.shutdown().await;
 }
 
-async fn read_loop(
-    mut rd: tokio::io::ReadHalf<TokioIo<Upgraded>>,
+async fn read_loop<T: AsyncRead>(
+    mut rd: tokio::io::ReadHalf<T>,
     events: mpsc::UnboundedSender<Event>,
     out: mpsc::UnboundedSender<Vec<u8>>,
 ) {
@@ -309,17 +353,15 @@ async fn read_loop(
                     fin,
                     headers,
                 } => {
-                    let kind = headers
-                        .iter()
-                        .find(|(k, _)| k == "streamtype")
-                        .map(|(_, v)| v.clone())
-                        .unwrap_or_default();
                     let _ = out.send(codec.encode(&Frame::SynReply {
                         stream,
                         fin: false,
                         headers: Vec::new(),
                     }));
-                    let _ = events.send(Event::Opened { id: stream, kind });
+                    let _ = events.send(Event::Opened {
+                        id: stream,
+                        headers,
+                    });
                     fin.then_some(Event::Ended(stream))
                 }
                 Frame::Data { stream, fin, data } => {
