@@ -7,6 +7,7 @@ import time
 
 import pytest
 from kubernetes import client, watch
+from kubernetes.stream import portforward
 from kubernetes.client.rest import ApiException
 
 
@@ -84,3 +85,36 @@ def test_errors_are_upstreams_statuses(cluster):
     with pytest.raises(ApiException) as invalid:
         core.create_namespaced_config_map("default", {"metadata": {"name": "Not_Valid"}})
     assert invalid.value.status == 422
+
+
+def test_port_forward_reaches_the_pods_server(cluster):
+    """The client's port-forward (WebSocket, `v4.channel.k8s.io`): nginx's welcome page through
+    the forwarded socket, and upstream's error for a port nothing listens on."""
+    _, api = cluster
+    core = client.CoreV1Api(api)
+    core.create_namespaced_pod("default", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pf-web"},
+        "spec": {"containers": [{"name": "nginx", "image": "nginx",
+                                 "ports": [{"containerPort": 80}]}]},
+    })
+    eventually("the pod running",
+               lambda: core.read_namespaced_pod("pf-web", "default").status.phase == "Running")
+
+    forwarded = portforward(core.connect_get_namespaced_pod_portforward, "pf-web", "default",
+                            ports="80")
+    sock = forwarded.socket(80)
+    sock.setblocking(True)
+    sock.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    answer = b""
+    while chunk := sock.recv(4096):
+        answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer[:200]
+    assert b"<title>Welcome to nginx!</title>" in answer
+    assert forwarded.error(80) is None
+
+    refused = portforward(core.connect_get_namespaced_pod_portforward, "pf-web", "default",
+                          ports="81")
+    sock = refused.socket(81)
+    sock.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert sock.recv(100) == b""
+    assert "connect: connection refused" in eventually("the error", lambda: refused.error(81))

@@ -5,7 +5,8 @@
 //! and the pod's `port`. The other end is the simulated container listening on that port in
 //! the pod: its servers answer HTTP, so the data stream is read as HTTP/1.1 requests (one after
 //! another on a kept-alive connection) and each gets that server's answer; nothing listening
-//! is upstream's error on the error stream.
+//! is upstream's error on the error stream. The WebSocket channel protocols of the Python
+//! client and kube-rs (one connection per port) are in [`channels`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,8 +20,11 @@ use tinykube_runtime::{HttpRequest, HttpResponse, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::mpsc;
 
+use super::channel;
 use super::spdy::{self, header, Conn, Event, Writer};
 use crate::Kubelet;
+
+mod channels;
 
 /// The port-forward protocol, over a SPDY upgrade.
 const PROTOCOL: &str = "portforward.k8s.io";
@@ -36,6 +40,7 @@ pub(crate) async fn port_forward(
         return (StatusCode::NOT_FOUND, "pod does not exist").into_response();
     }
     let (mut parts, _) = req.into_parts();
+    let (k2, namespace2, pod2) = (k.clone(), namespace.clone(), pod.clone());
     let serve = move |conn: Conn| serve(k, namespace, pod, conn);
     if spdy::requested(&parts.headers) {
         let chosen = match spdy::negotiate(&parts.headers, &[PROTOCOL]) {
@@ -52,22 +57,66 @@ pub(crate) async fn port_forward(
         });
         return spdy::switching(chosen);
     }
+    let ports = match query_ports(parts.uri.query()) {
+        Ok(p) => p,
+        Err(e) => return (StatusCode::BAD_REQUEST, e).into_response(),
+    };
     let Ok(ws) = WebSocketUpgrade::from_request_parts(&mut parts, &()).await else {
         return (StatusCode::BAD_REQUEST, "Upgrade request required").into_response();
     };
-    let ws = ws.protocols([TUNNEL]);
-    if ws.selected_protocol().is_none() {
+    let ws = ws.protocols(WEBSOCKET_PROTOCOLS.iter().copied());
+    let chosen = ws.selected_protocol().and_then(|p| p.to_str().ok());
+    if chosen == Some(TUNNEL) {
+        return ws.on_upgrade(move |socket| async move {
+            let (ours, theirs) = tokio::io::duplex(64 * 1024);
+            tokio::spawn(tunnel(socket, ours));
+            serve(Conn::start(theirs)).await;
+        });
+    }
+    // The channel protocol of the Python client and kube-rs: one connection per port.
+    let proto = channel::Protocol::parse(chosen).unwrap_or(channel::Protocol {
+        version: 1,
+        base64: false,
+    });
+    if ports.is_empty() {
         return (
             StatusCode::BAD_REQUEST,
-            format!("unable to upgrade: the WebSocket subprotocol must be {TUNNEL}"),
+            "query parameter \"port\" is required",
         )
             .into_response();
     }
-    ws.on_upgrade(move |socket| async move {
-        let (ours, theirs) = tokio::io::duplex(64 * 1024);
-        tokio::spawn(tunnel(socket, ours));
-        serve(Conn::start(theirs)).await;
-    })
+    ws.on_upgrade(move |socket| channels::serve(k2, namespace2, pod2, socket, proto, ports))
+}
+
+/// The WebSocket subprotocols served: the SPDY tunnel, then the channel protocols upstream's
+/// kubelet forwards ports over (v4 and the unversioned ones; v5 is exec's).
+const WEBSOCKET_PROTOCOLS: &[&str] = &[
+    TUNNEL,
+    "v4.channel.k8s.io",
+    "v4.base64.channel.k8s.io",
+    "channel.k8s.io",
+    "base64.channel.k8s.io",
+];
+
+/// The `ports` of the query (repeated or comma-separated), as upstream reads them.
+fn query_ports(raw: Option<&str>) -> Result<Vec<u16>, String> {
+    let mut ports = Vec::new();
+    for (k, v) in form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
+        if k != "ports" && k != "port" {
+            continue;
+        }
+        for p in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match p.parse::<u16>() {
+                Ok(n) if n > 0 => ports.push(n),
+                _ => {
+                    return Err(format!(
+                        "unable to parse {p:?} as a port: it must be 1 to 65535"
+                    ))
+                }
+            }
+        }
+    }
+    Ok(ports)
 }
 
 /// Carry the SPDY bytes between WebSocket binary messages and `pipe`.
@@ -230,7 +279,7 @@ async fn forward(
 
 /// What the bytes read so far hold.
 #[derive(Debug, PartialEq, Eq)]
-enum Parsed {
+pub(super) enum Parsed {
     /// A whole request: `close` when the client asked to close after it, `head` for HEAD.
     Request {
         req: HttpRequest,
@@ -243,7 +292,7 @@ enum Parsed {
 
 /// HTTP/1.x requests read off a byte stream.
 #[derive(Default)]
-struct Http1 {
+pub(super) struct Http1 {
     buf: Vec<u8>,
 }
 
@@ -251,11 +300,11 @@ struct Http1 {
 const MAX_HEAD: usize = 64 * 1024;
 
 impl Http1 {
-    fn feed(&mut self, bytes: &[u8]) {
+    pub(super) fn feed(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }
 
-    fn next_request(&mut self) -> Parsed {
+    pub(super) fn next_request(&mut self) -> Parsed {
         let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") else {
             let line_done = self.buf.contains(&b'\n');
             return if self.buf.len() > MAX_HEAD || (line_done && !self.first_line_ok()) {
@@ -323,7 +372,7 @@ impl Http1 {
 }
 
 /// An answer on the wire, with the headers a server adds.
-fn render(r: &HttpResponse, head: bool, close: bool, now: SystemTime) -> Vec<u8> {
+pub(super) fn render(r: &HttpResponse, head: bool, close: bool, now: SystemTime) -> Vec<u8> {
     let mut out = format!("HTTP/1.1 {} {}\r\n", r.status, reason(r.status));
     let has = |name: &str| r.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
     if !has("date") {
