@@ -4,7 +4,8 @@
 //! constraints from its RuntimeClass, a new Node gets the not-ready taint
 //! (TaintNodesByCondition), a Namespace its `kubernetes.io/metadata.name` label, a claim its
 //! default StorageClass and claims and volumes their protection finalizers (`storage`), and a
-//! namespaced create is charged to the namespace's ResourceQuotas (`resourcequota`).
+//! namespaced create, or an update that raises a Service's or a claim's usage, is charged to the
+//! namespace's ResourceQuotas (`resourcequota`).
 
 mod limitranger;
 mod resourcequota;
@@ -17,7 +18,7 @@ use crate::error::{ApiError, ApiResult, Qualified};
 use crate::object::{self, meta_mut};
 use crate::state::AppState;
 
-pub use resourcequota::{release, Charged};
+pub use resourcequota::{release, Charged, UpdateQuota};
 
 fn forbidden(info: &ResourceInfo, name: &str, why: String) -> ApiError {
     ApiError::ForbiddenNamed {

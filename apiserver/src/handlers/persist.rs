@@ -359,35 +359,59 @@ fn generation_changes(info: &ResourceInfo, new: &Value, old: &Value) -> bool {
 }
 
 /// Run `change` on the target object, then the admission policies on its result (their
-/// warnings are added to `warnings`): for a dry run once, on what is stored now, writing
-/// nothing; otherwise in the store's compare-and-swap loop.
+/// warnings are added to `warnings`) and the quota check of what it adds: for a dry run once,
+/// on what is stored now, writing nothing; otherwise in the store's compare-and-swap loop,
+/// which stops to charge the namespace's quotas when the write needs more than was charged,
+/// and runs again.
 pub(super) async fn change_stored(
     ctx: &Ctx,
     mut change: impl FnMut(Value) -> ApiResult<Change>,
     warnings: &mut Vec<String>,
 ) -> ApiResult<Outcome> {
     let sub = ctx.target.subresource.as_deref().unwrap_or_default();
-    let mut admitted = Vec::new();
-    let outcome = change_stored_unadmitted(ctx, |current| {
-        let changed = change(current.clone())?;
-        let new = match &changed {
-            Change::Write(new) => new,
-            // A no-op update is still an update to admission, as upstream.
-            Change::Unchanged => &current,
-            // The last finalizer went: nothing is left to show a policy.
-            Change::Delete => return Ok(changed),
-        };
-        if matches!(changed, Change::Write(_)) && sub.is_empty() {
-            let info = &ctx.target.info;
-            crate::authz::escalation::check(&ctx.state, &ctx.user, info, new, Some(&current))?;
+    let info = &ctx.target.info;
+    let dry_run = ctx.query.is_dry_run()?;
+    let mut quota = admission::UpdateQuota::new(&ctx.state, info, sub, dry_run);
+    loop {
+        let mut admitted = Vec::new();
+        let outcome = change_stored_unadmitted(ctx, |current| {
+            let changed = change(current.clone())?;
+            let new = match &changed {
+                Change::Write(new) => new,
+                // A no-op update is still an update to admission, as upstream.
+                Change::Unchanged => &current,
+                // The last finalizer went: nothing is left to show a policy.
+                Change::Delete => return Ok(changed),
+            };
+            if matches!(changed, Change::Write(_)) && sub.is_empty() {
+                crate::authz::escalation::check(&ctx.state, &ctx.user, info, new, Some(&current))?;
+            }
+            let attrs = attributes(ctx, sub, Operation::Update, Some(new), Some(&current));
+            admitted = policy::admit(&ctx.state, &attrs)?;
+            if matches!(changed, Change::Write(_)) {
+                quota.check(new, &current)?;
+            }
+            Ok(changed)
+        })
+        .await;
+        match outcome {
+            Ok(outcome) => {
+                warnings.extend(admitted);
+                if !matches!(outcome, Outcome::Written(_)) {
+                    // Charged by an earlier attempt, but nothing was written in the end.
+                    quota.release().await;
+                }
+                return Ok(outcome);
+            }
+            Err(e) => {
+                if quota.charge_wanted().await? {
+                    continue;
+                }
+                quota.release().await;
+                return Err(e);
+            }
         }
-        let attrs = attributes(ctx, sub, Operation::Update, Some(new), Some(&current));
-        admitted = policy::admit(&ctx.state, &attrs)?;
-        Ok(changed)
-    })
-    .await?;
-    warnings.extend(admitted);
-    Ok(outcome)
+    }
 }
 
 async fn change_stored_unadmitted(

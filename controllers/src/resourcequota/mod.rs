@@ -5,23 +5,26 @@
 //!
 //! Wiring only: a quota is queued when it is new or its `spec.hard` differs from its
 //! `status.hard`; every quota of a namespace when an object it may count goes away there (a
-//! deleted pod, configmap, …, or a pod that finished), as upstream's replenishment; and every
+//! deleted pod, configmap, …, a pod that finished, or a Service or claim whose usage an update
+//! changed), as upstream's replenishment; and every
 //! quota on a full resync every [`RESYNC`]. The objects of kinds other than pods are watched
 //! from the first time a quota counts them. [`sync`] recounts one quota.
 
 pub mod sync;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
+use serde_json::Value;
 use tinykube_client::dynamic::{ApiResource, DynamicApi};
 use tinykube_client::reflector::{Informer, Notification, Store};
 use tinykube_client::watcher::Event;
 use tinykube_client::{Api, ListParams};
+use tinykube_proto::quota::{Evaluator, ResourceList};
 
 use crate::context::{route, Context, BY_NAMESPACE};
 use crate::util::run_workers;
@@ -163,6 +166,7 @@ impl Controller {
         }
         let c = self.clone();
         let api = DynamicApi::new(self.ctx.client.clone(), resource.clone(), None);
+        let mut usage = UsageSeen::of(&resource.group, &resource.plural);
         tokio::spawn(async move {
             let mut events = Box::pin(tinykube_client::dynamic::watcher(
                 api,
@@ -172,18 +176,87 @@ impl Controller {
             while let Some(event) = events.next().await {
                 match event {
                     Ok(Event::Deleted(obj)) => {
+                        usage.forget(&obj);
                         let ns = obj.pointer("/metadata/namespace").and_then(|v| v.as_str());
                         if let Some(ns) = ns {
                             c.enqueue_namespace(ns);
                         }
                     }
                     // A re-list may hide deletions: recount everything.
-                    Ok(Event::Restarted(_)) if listed => c.enqueue_all(),
-                    Ok(Event::Restarted(_)) => listed = true,
-                    Ok(Event::Applied(_)) => {}
+                    Ok(Event::Restarted(objs)) => {
+                        usage.restart(&objs);
+                        if listed {
+                            c.enqueue_all();
+                        }
+                        listed = true;
+                    }
+                    Ok(Event::Applied(obj)) => {
+                        if usage.changed(&obj) {
+                            let ns = obj.pointer("/metadata/namespace").and_then(|v| v.as_str());
+                            if let Some(ns) = ns {
+                                c.enqueue_namespace(ns);
+                            }
+                        }
+                    }
                     Err(e) => tracing::debug!(error = %e, "resourcequota watch failed; retrying"),
                 }
             }
         });
+    }
+}
+
+/// The usage of the watched objects whose usage an update may change (Services: their type
+/// and ports; claims: their storage request), so that such a change is recounted at once, as
+/// upstream's quota monitor replenishes on a Service's type change: admission charges what an
+/// update adds, the recount gives back what it frees. Other kinds count the same all their life.
+struct UsageSeen {
+    evaluator: Option<Evaluator>,
+    by_key: HashMap<String, ResourceList>,
+}
+
+impl UsageSeen {
+    fn of(group: &str, plural: &str) -> UsageSeen {
+        let evaluator = Evaluator::of(group, plural);
+        let varies = matches!(
+            evaluator,
+            Evaluator::Services | Evaluator::PersistentVolumeClaims
+        );
+        UsageSeen {
+            evaluator: varies.then_some(evaluator),
+            by_key: HashMap::new(),
+        }
+    }
+
+    fn key(obj: &Value) -> String {
+        let text = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default();
+        format!("{}/{}", text("/metadata/namespace"), text("/metadata/name"))
+    }
+
+    /// A Service's or a claim's usage does not depend on the time (a pod's does).
+    fn usage(e: &Evaluator, obj: &Value) -> ResourceList {
+        e.usage(obj, 0)
+    }
+
+    fn restart(&mut self, objs: &[Value]) {
+        let Some(e) = &self.evaluator else { return };
+        self.by_key = objs
+            .iter()
+            .map(|o| (Self::key(o), Self::usage(e, o)))
+            .collect();
+    }
+
+    fn forget(&mut self, obj: &Value) {
+        self.by_key.remove(&Self::key(obj));
+    }
+
+    /// Whether `obj` (added or updated) now counts differently than it did.
+    fn changed(&mut self, obj: &Value) -> bool {
+        let Some(e) = &self.evaluator else {
+            return false;
+        };
+        let now = Self::usage(e, obj);
+        self.by_key
+            .insert(Self::key(obj), now.clone())
+            .is_some_and(|before| before != now)
     }
 }

@@ -27,7 +27,7 @@ fn docs_memory_and_cpu_quota() {
         json!({"memory": "800Mi", "cpu": "800m"}),
     );
     let q = quota("mem-cpu-demo", hard.clone(), zero);
-    let charges = check(&Evaluator::Pods, &first, &[q], 0).unwrap();
+    let charges = check(&Evaluator::Pods, &first, None, &[q], 0).unwrap();
     assert_eq!(charges.len(), 1);
     let used = to_json(&charges[0].delta);
     assert_eq!(
@@ -41,7 +41,7 @@ fn docs_memory_and_cpu_quota() {
         json!({"memory": "1Gi", "cpu": "800m"}),
     );
     let q = quota("mem-cpu-demo", hard.clone(), used);
-    let refused = check(&Evaluator::Pods, &second, &[q], 0).unwrap_err();
+    let refused = check(&Evaluator::Pods, &second, None, &[q], 0).unwrap_err();
     assert_eq!(
         refused.to_string(),
         "exceeded quota: mem-cpu-demo, requested: requests.memory=700Mi, used: requests.memory=600Mi, limited: requests.memory=1Gi"
@@ -49,7 +49,7 @@ fn docs_memory_and_cpu_quota() {
     let bare = json!({"spec": {"containers": [{"name": "nginx"}]}});
     let q = quota("mem-cpu-demo", hard, json!({}));
     assert_eq!(
-        check(&Evaluator::Pods, &bare, &[q], 0).unwrap_err().to_string(),
+        check(&Evaluator::Pods, &bare, None, &[q], 0).unwrap_err().to_string(),
         "failed quota: mem-cpu-demo: must specify limits.cpu for: nginx; limits.memory for: nginx; requests.cpu for: nginx; requests.memory for: nginx"
     );
 }
@@ -59,14 +59,14 @@ fn docs_pod_count_quota() {
     let q = quota("pod-demo", json!({"pods": "2"}), json!({"pods": "2"}));
     let p = json!({"metadata": {"name": "x"}, "spec": {"containers": [{"name": "c"}]}});
     assert_eq!(
-        check(&Evaluator::Pods, &p, &[q], 0)
+        check(&Evaluator::Pods, &p, None, &[q], 0)
             .unwrap_err()
             .to_string(),
         "exceeded quota: pod-demo, requested: pods=1, used: pods=2, limited: pods=2"
     );
     let unknown = json!({"metadata": {"name": "pod-demo"}, "status": {"hard": {"pods": "2"}}});
     assert_eq!(
-        check(&Evaluator::Pods, &p, &[unknown], 0)
+        check(&Evaluator::Pods, &p, None, &[unknown], 0)
             .unwrap_err()
             .to_string(),
         "status unknown for quota: pod-demo, resources: pods"
@@ -151,4 +151,164 @@ fn timestamps_and_stuck_pods() {
                        "spec": {"containers": [{"name": "a"}]}});
     assert!(Evaluator::Pods.usage(&stuck, 60).contains_key("pods"));
     assert!(!Evaluator::Pods.usage(&stuck, 91).contains_key("pods"));
+}
+
+fn service(kind: &str, ports: usize) -> Value {
+    let ports: Vec<Value> = (0..ports).map(|i| json!({"port": 80 + i})).collect();
+    json!({"metadata": {"name": "web"}, "spec": {"type": kind, "ports": ports}})
+}
+
+fn claim(class: &str, storage: &str) -> Value {
+    json!({"metadata": {"name": "data"}, "spec": {"storageClassName": class,
+           "resources": {"requests": {"storage": storage}}}})
+}
+
+#[test]
+fn updates_charge_what_they_add() {
+    let svc_quota = |used: Value| {
+        quota(
+            "svc",
+            json!({"services": "5", "services.nodeports": "2", "services.loadbalancers": "1"}),
+            used,
+        )
+    };
+    let none = json!({"services": "1", "services.nodeports": "0", "services.loadbalancers": "0"});
+    let gold = |used: &str| {
+        quota(
+            "storage",
+            json!({"requests.storage": "10Gi",
+                   "gold.storageclass.storage.k8s.io/requests.storage": "3Gi"}),
+            json!({"requests.storage": used,
+                   "gold.storageclass.storage.k8s.io/requests.storage": used}),
+        )
+    };
+    // (evaluator, new, old, quota, charged or refusal)
+    type Case = (Evaluator, Value, Value, Value, Result<Value, &'static str>);
+    let cases: Vec<Case> = vec![
+        (
+            Evaluator::Services,
+            service("NodePort", 2),
+            service("ClusterIP", 2),
+            svc_quota(none.clone()),
+            Ok(json!({"svc": {"services.nodeports": "2"}})),
+        ),
+        (
+            Evaluator::Services,
+            service("NodePort", 3),
+            service("ClusterIP", 3),
+            svc_quota(none.clone()),
+            Err("exceeded quota: svc, requested: services.nodeports=3, used: services.nodeports=0, limited: services.nodeports=2"),
+        ),
+        (
+            Evaluator::Services,
+            service("LoadBalancer", 1),
+            service("NodePort", 1),
+            svc_quota(json!({"services": "1", "services.nodeports": "1", "services.loadbalancers": "0"})),
+            Ok(json!({"svc": {"services.loadbalancers": "1"}})),
+        ),
+        (
+            Evaluator::Services,
+            service("LoadBalancer", 1),
+            service("ClusterIP", 1),
+            svc_quota(json!({"services": "2", "services.nodeports": "0", "services.loadbalancers": "1"})),
+            Err("exceeded quota: svc, requested: services.loadbalancers=1, used: services.loadbalancers=1, limited: services.loadbalancers=1"),
+        ),
+        // Less usage, or the same: nothing to charge, even on a full quota.
+        (
+            Evaluator::Services,
+            service("ClusterIP", 2),
+            service("NodePort", 2),
+            svc_quota(json!({"services": "5", "services.nodeports": "2", "services.loadbalancers": "1"})),
+            Ok(json!({})),
+        ),
+        (
+            Evaluator::Services,
+            service("NodePort", 1),
+            service("NodePort", 2),
+            svc_quota(json!({"services": "5", "services.nodeports": "2", "services.loadbalancers": "1"})),
+            Ok(json!({})),
+        ),
+        (
+            Evaluator::PersistentVolumeClaims,
+            claim("gold", "2Gi"),
+            claim("gold", "1Gi"),
+            gold("1Gi"),
+            Ok(json!({"storage": {"requests.storage": "1Gi",
+                                  "gold.storageclass.storage.k8s.io/requests.storage": "1Gi"}})),
+        ),
+        (
+            Evaluator::PersistentVolumeClaims,
+            claim("gold", "4Gi"),
+            claim("gold", "1Gi"),
+            gold("1Gi"),
+            Err("exceeded quota: storage, requested: gold.storageclass.storage.k8s.io/requests.storage=3Gi, used: gold.storageclass.storage.k8s.io/requests.storage=1Gi, limited: gold.storageclass.storage.k8s.io/requests.storage=3Gi"),
+        ),
+        (
+            Evaluator::PersistentVolumeClaims,
+            claim("bronze", "4Gi"),
+            claim("bronze", "1Gi"),
+            gold("1Gi"),
+            Ok(json!({"storage": {"requests.storage": "3Gi"}})),
+        ),
+        // A quota that does not know its usage yet refuses any update it tracks, as upstream.
+        (
+            Evaluator::Services,
+            service("ClusterIP", 1),
+            service("ClusterIP", 1),
+            json!({"metadata": {"name": "svc"}, "status": {"hard": {"services": "1"}}}),
+            Err("status unknown for quota: svc, resources: services"),
+        ),
+    ];
+    for (e, new, old, q, want) in cases {
+        let got = check(&e, &new, Some(&old), std::slice::from_ref(&q), 0);
+        let got = got.map(|charges| {
+            let by_quota: serde_json::Map<String, Value> = charges
+                .iter()
+                .map(|c| (c.quota.clone(), to_json(&c.delta)))
+                .collect();
+            Value::Object(by_quota)
+        });
+        let got = got.map_err(|r| r.to_string());
+        assert_eq!(got, want.map_err(str::to_string), "{new} from {old}");
+    }
+}
+
+#[test]
+fn which_updates_are_evaluated() {
+    let cases = [
+        (Evaluator::Services, "", true),
+        (Evaluator::Services, "status", false),
+        (Evaluator::PersistentVolumeClaims, "", true),
+        (Evaluator::PersistentVolumeClaims, "status", false),
+        (Evaluator::Pods, "", false),
+        (Evaluator::Pods, "status", false),
+        (Evaluator::Pods, "resize", true),
+        (Evaluator::of("", "configmaps"), "", false),
+    ];
+    for (e, sub, want) in cases {
+        assert_eq!(e.evaluates_update(sub), want, "{e:?} {sub:?}");
+    }
+}
+
+#[test]
+fn coverage_of_what_was_charged() {
+    let charge = |quota: &str, delta: Value| Charge {
+        quota: quota.into(),
+        delta: parse_list(Some(&delta)),
+    };
+    let held = [charge("a", json!({"services.nodeports": "2"}))];
+    let cases = [
+        (vec![charge("a", json!({"services.nodeports": "1"}))], true),
+        (vec![charge("a", json!({"services.nodeports": "2"}))], true),
+        (vec![charge("a", json!({"services.nodeports": "3"}))], false),
+        (
+            vec![charge("a", json!({"services.loadbalancers": "1"}))],
+            false,
+        ),
+        (vec![charge("b", json!({"services.nodeports": "1"}))], false),
+        (vec![], true),
+    ];
+    for (demand, want) in cases {
+        assert_eq!(covers(&held, &demand), want, "{demand:?}");
+    }
 }

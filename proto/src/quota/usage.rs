@@ -117,6 +117,18 @@ impl Evaluator {
         }
     }
 
+    /// Whether quota admission evaluates an update of this resource's `subresource` (`""`: the
+    /// object itself), as upstream's evaluators' `Handles`: a Service's type and ports and a
+    /// claim's storage request may grow, a pod's resources only through `resize`; other
+    /// objects are counted once, at creation.
+    pub fn evaluates_update(&self, subresource: &str) -> bool {
+        match self {
+            Evaluator::Pods => subresource == "resize",
+            Evaluator::Services | Evaluator::PersistentVolumeClaims => subresource.is_empty(),
+            Evaluator::Objects { .. } => false,
+        }
+    }
+
     /// Whether this evaluator accounts for the quota resource `name`.
     pub fn tracks(&self, name: &str) -> bool {
         match self {
