@@ -1,0 +1,202 @@
+//! Legacy ServiceAccount tokens: the JWTs the controller manager's tokens controller writes into
+//! Secrets of type `kubernetes.io/service-account-token` (issuer `kubernetes/serviceaccount`,
+//! no audience or expiry, claims naming the namespace, the Secret and the ServiceAccount), checked
+//! as upstream's legacy validator: signed with the CA key, valid for the API's audience only, and
+//! only while the Secret still holds this very token and the ServiceAccount keeps its uid.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tinykube_proto::registry;
+
+use super::bearer::{
+    audiences, issuer, service_account_user, signed_claims, Authenticated, Outcome,
+};
+use super::API_AUDIENCE;
+use crate::state::AppState;
+
+/// Upstream's LegacyIssuer.
+pub const ISSUER: &str = "kubernetes/serviceaccount";
+
+/// The claims of a legacy token (upstream's legacyPrivateClaims plus `iss` and `sub`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LegacyClaims {
+    #[serde(default)]
+    pub iss: String,
+    #[serde(rename = "kubernetes.io/serviceaccount/namespace", default)]
+    pub namespace: String,
+    #[serde(rename = "kubernetes.io/serviceaccount/secret.name", default)]
+    pub secret_name: String,
+    #[serde(rename = "kubernetes.io/serviceaccount/service-account.name", default)]
+    pub service_account_name: String,
+    #[serde(rename = "kubernetes.io/serviceaccount/service-account.uid", default)]
+    pub service_account_uid: String,
+    #[serde(default)]
+    pub sub: String,
+}
+
+/// Upstream's checks of the claims themselves, before any lookup.
+pub fn check_claims(c: &LegacyClaims) -> Result<(), String> {
+    let missing = [
+        (c.sub.is_empty(), "sub claim is missing"),
+        (c.namespace.is_empty(), "namespace claim is missing"),
+        (c.secret_name.is_empty(), "secretName claim is missing"),
+        (
+            c.service_account_name.is_empty(),
+            "serviceAccountName claim is missing",
+        ),
+        (
+            c.service_account_uid.is_empty(),
+            "serviceAccountUID claim is missing",
+        ),
+    ];
+    if let Some((_, message)) = missing.iter().find(|(is, _)| *is) {
+        return Err(message.to_string());
+    }
+    match crate::authz::impersonation::split_service_account(&c.sub) {
+        Some((ns, name)) if ns == c.namespace && name == c.service_account_name => Ok(()),
+        _ => Err("sub claim is invalid".into()),
+    }
+}
+
+fn lookup(state: &AppState, plural: &str, namespace: &str, name: &str) -> Option<Value> {
+    let info = registry::builtin("", "v1", plural)?;
+    state
+        .objects
+        .try_get(info, Some(namespace), name)
+        .ok()
+        .flatten()
+}
+
+/// A legacy token, checked as upstream's legacy validator (with lookups).
+pub fn validate(state: &AppState, token: &str, requested: &[String]) -> Outcome {
+    if issuer(token).as_deref() != Some(ISSUER) {
+        return Outcome::NotMine;
+    }
+    let claims: LegacyClaims = match signed_claims(&state.keys, token) {
+        Ok(c) => c,
+        Err(reason) => return Outcome::Refused(reason),
+    };
+    match check(state, token, &claims, requested) {
+        Ok(found) => Outcome::User(found),
+        Err(reason) => Outcome::Refused(reason),
+    }
+}
+
+fn check(
+    state: &AppState,
+    token: &str,
+    c: &LegacyClaims,
+    requested: &[String],
+) -> Result<Authenticated, String> {
+    // A legacy token names no audience: it is the API's.
+    let audiences = audiences(&[API_AUDIENCE.to_string()], requested)?;
+    check_claims(c)?;
+    let invalidated = || "Token has been invalidated".to_string();
+    let secret = lookup(state, "secrets", &c.namespace, &c.secret_name).ok_or_else(invalidated)?;
+    if secret.pointer("/metadata/deletionTimestamp").is_some() {
+        return Err(invalidated());
+    }
+    if stored_token(&secret).as_deref() != Some(token) {
+        return Err("Token does not match server's copy".into());
+    }
+    let sa = lookup(
+        state,
+        "serviceaccounts",
+        &c.namespace,
+        &c.service_account_name,
+    )
+    .ok_or_else(|| format!("serviceaccounts {:?} not found", c.service_account_name))?;
+    if sa.pointer("/metadata/deletionTimestamp").is_some() {
+        return Err(format!(
+            "ServiceAccount {}/{} has been deleted",
+            c.namespace, c.service_account_name
+        ));
+    }
+    let uid = crate::object::uid(&sa).unwrap_or("");
+    if uid != c.service_account_uid {
+        return Err(format!(
+            "ServiceAccount UID ({uid}) does not match claim ({})",
+            c.service_account_uid
+        ));
+    }
+    Ok(Authenticated {
+        user: service_account_user(
+            &c.namespace,
+            &c.service_account_name,
+            &c.service_account_uid,
+        ),
+        audiences,
+    })
+}
+
+/// The token a Secret holds (`data.token`, base64).
+fn stored_token(secret: &Value) -> Option<String> {
+    use base64::Engine;
+    let b64 = secret.pointer("/data/token")?.as_str()?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims() -> LegacyClaims {
+        LegacyClaims {
+            iss: ISSUER.into(),
+            namespace: "default".into(),
+            secret_name: "build-robot-secret".into(),
+            service_account_name: "build-robot".into(),
+            service_account_uid: "u1".into(),
+            sub: "system:serviceaccount:default:build-robot".into(),
+        }
+    }
+
+    /// A change to the claims and the verdict on them.
+    type Case = (fn(&mut LegacyClaims), Result<(), &'static str>);
+
+    #[test]
+    fn claims_are_checked_as_upstreams_legacy_validator() {
+        let cases: Vec<Case> = vec![
+            (|_| {}, Ok(())),
+            (|c| c.sub.clear(), Err("sub claim is missing")),
+            (|c| c.namespace.clear(), Err("namespace claim is missing")),
+            (
+                |c| c.secret_name.clear(),
+                Err("secretName claim is missing"),
+            ),
+            (
+                |c| c.service_account_name.clear(),
+                Err("serviceAccountName claim is missing"),
+            ),
+            (
+                |c| c.service_account_uid.clear(),
+                Err("serviceAccountUID claim is missing"),
+            ),
+            (
+                |c| c.sub = "system:serviceaccount:other:build-robot".into(),
+                Err("sub claim is invalid"),
+            ),
+            (
+                |c| c.sub = "build-robot".into(),
+                Err("sub claim is invalid"),
+            ),
+        ];
+        for (change, want) in cases {
+            let mut c = claims();
+            change(&mut c);
+            assert_eq!(check_claims(&c), want.map_err(str::to_string), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn the_payload_is_upstreams() {
+        let json = serde_json::to_string(&claims()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"iss":"kubernetes/serviceaccount","kubernetes.io/serviceaccount/namespace":"default","kubernetes.io/serviceaccount/secret.name":"build-robot-secret","kubernetes.io/serviceaccount/service-account.name":"build-robot","kubernetes.io/serviceaccount/service-account.uid":"u1","sub":"system:serviceaccount:default:build-robot"}"#
+        );
+        let secret = serde_json::json!({"data": {"token": "YWJj"}});
+        assert_eq!(stored_token(&secret).as_deref(), Some("abc"));
+    }
+}
