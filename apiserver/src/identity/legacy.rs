@@ -4,35 +4,15 @@
 //! as upstream's legacy validator: signed with the CA key, valid for the API's audience only, and
 //! only while the Secret still holds this very token and the ServiceAccount keeps its uid.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tinykube_proto::registry;
+use tinykube_proto::serviceaccount::{LegacyClaims, LEGACY_ISSUER as ISSUER, TOKEN_KEY};
 
 use super::bearer::{
     audiences, issuer, service_account_user, signed_claims, Authenticated, Outcome,
 };
 use super::API_AUDIENCE;
 use crate::state::AppState;
-
-/// Upstream's LegacyIssuer.
-pub const ISSUER: &str = "kubernetes/serviceaccount";
-
-/// The claims of a legacy token (upstream's legacyPrivateClaims plus `iss` and `sub`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LegacyClaims {
-    #[serde(default)]
-    pub iss: String,
-    #[serde(rename = "kubernetes.io/serviceaccount/namespace", default)]
-    pub namespace: String,
-    #[serde(rename = "kubernetes.io/serviceaccount/secret.name", default)]
-    pub secret_name: String,
-    #[serde(rename = "kubernetes.io/serviceaccount/service-account.name", default)]
-    pub service_account_name: String,
-    #[serde(rename = "kubernetes.io/serviceaccount/service-account.uid", default)]
-    pub service_account_uid: String,
-    #[serde(default)]
-    pub sub: String,
-}
 
 /// Upstream's checks of the claims themselves, before any lookup.
 pub fn check_claims(c: &LegacyClaims) -> Result<(), String> {
@@ -132,7 +112,7 @@ fn check(
 /// The token a Secret holds (`data.token`, base64).
 fn stored_token(secret: &Value) -> Option<String> {
     use base64::Engine;
-    let b64 = secret.pointer("/data/token")?.as_str()?;
+    let b64 = secret.get("data")?.get(TOKEN_KEY)?.as_str()?;
     let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
     String::from_utf8(bytes).ok()
 }
@@ -142,14 +122,7 @@ mod tests {
     use super::*;
 
     fn claims() -> LegacyClaims {
-        LegacyClaims {
-            iss: ISSUER.into(),
-            namespace: "default".into(),
-            secret_name: "build-robot-secret".into(),
-            service_account_name: "build-robot".into(),
-            service_account_uid: "u1".into(),
-            sub: "system:serviceaccount:default:build-robot".into(),
-        }
+        LegacyClaims::new("default", "build-robot", "u1", "build-robot-secret")
     }
 
     /// A change to the claims and the verdict on them.
@@ -190,12 +163,7 @@ mod tests {
     }
 
     #[test]
-    fn the_payload_is_upstreams() {
-        let json = serde_json::to_string(&claims()).unwrap();
-        assert_eq!(
-            json,
-            r#"{"iss":"kubernetes/serviceaccount","kubernetes.io/serviceaccount/namespace":"default","kubernetes.io/serviceaccount/secret.name":"build-robot-secret","kubernetes.io/serviceaccount/service-account.name":"build-robot","kubernetes.io/serviceaccount/service-account.uid":"u1","sub":"system:serviceaccount:default:build-robot"}"#
-        );
+    fn the_stored_token_is_read_from_data() {
         let secret = serde_json::json!({"data": {"token": "YWJj"}});
         assert_eq!(stored_token(&secret).as_deref(), Some("abc"));
     }
