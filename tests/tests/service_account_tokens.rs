@@ -135,6 +135,19 @@ fn a_manually_created_token_secret_is_filled_authenticates_and_goes_with_its_acc
         status["audiences"],
         serde_json::json!(["https://kubernetes.default.svc.cluster.local"])
     );
+    // Each day's first use is recorded on the Secret, as upstream's legacy token tracking.
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    assert!(eventually(Duration::from_secs(10), || {
+        admin(&[
+            "get",
+            "secret",
+            "build-robot-secret",
+            "-o",
+            r"jsonpath={.metadata.labels.kubernetes\.io/legacy-token-last-used}",
+        ])
+        .stdout
+            == today
+    }));
 
     // Gone with its account: the Secret is deleted, the token refused.
     admin(&["delete", "serviceaccount", "build-robot"]).ok();

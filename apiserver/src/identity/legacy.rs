@@ -2,7 +2,8 @@
 //! Secrets of type `kubernetes.io/service-account-token` (issuer `kubernetes/serviceaccount`,
 //! no audience or expiry, claims naming the namespace, the Secret and the ServiceAccount), checked
 //! as upstream's legacy validator: signed with the CA key, valid for the API's audience only, and
-//! only while the Secret still holds this very token and the ServiceAccount keeps its uid.
+//! only while the Secret still holds this very token and the ServiceAccount keeps its uid. A
+//! use is recorded, once a day, in the Secret's `kubernetes.io/legacy-token-last-used` label.
 
 use serde_json::Value;
 use tinykube_proto::registry;
@@ -13,6 +14,7 @@ use super::bearer::{
 };
 use super::API_AUDIENCE;
 use crate::state::AppState;
+use crate::storage::Change;
 
 /// Upstream's checks of the claims themselves, before any lookup.
 pub fn check_claims(c: &LegacyClaims) -> Result<(), String> {
@@ -99,6 +101,7 @@ fn check(
             c.service_account_uid
         ));
     }
+    track_use(state, &secret, &c.namespace, &c.secret_name);
     Ok(Authenticated {
         user: service_account_user(
             &c.namespace,
@@ -107,6 +110,49 @@ fn check(
         ),
         audiences,
     })
+}
+
+/// Upstream's LegacyServiceAccountTokenTracking: the day (UTC) a legacy token was last used.
+pub const LAST_USED_LABEL: &str = "kubernetes.io/legacy-token-last-used";
+
+/// The Secret's last-used label.
+fn last_used(secret: &Value) -> Option<&str> {
+    secret
+        .pointer("/metadata/labels")?
+        .get(LAST_USED_LABEL)?
+        .as_str()
+}
+
+/// Record today in the Secret's last-used label, once a day, in the background (a failed
+/// write is only logged, as upstream's).
+fn track_use(state: &AppState, secret: &Value, namespace: &str, name: &str) {
+    let today = state.clock.utc().format("%Y-%m-%d").to_string();
+    if last_used(secret) == Some(today.as_str()) {
+        return;
+    }
+    let Some(info) = registry::builtin("", "v1", "secrets") else {
+        return;
+    };
+    let (state, namespace, name) = (state.clone(), namespace.to_string(), name.to_string());
+    tokio::spawn(async move {
+        let written = state
+            .objects
+            .update(info, Some(&namespace), &name, |mut obj| {
+                if last_used(&obj) == Some(today.as_str()) {
+                    return Ok(Change::Unchanged);
+                }
+                let meta = &mut obj["metadata"];
+                if !meta.get("labels").is_some_and(Value::is_object) {
+                    meta["labels"] = serde_json::json!({});
+                }
+                meta["labels"][LAST_USED_LABEL] = today.clone().into();
+                Ok(Change::Write(obj))
+            })
+            .await;
+        if let Err(e) = written {
+            tracing::warn!(secret = %format!("{namespace}/{name}"), error = %e, "recording the legacy token's last use");
+        }
+    });
 }
 
 /// The token a Secret holds (`data.token`, base64).
