@@ -1,6 +1,7 @@
 //! Impersonation with real kubectl (`--as`, `--as-group`): under RBAC each impersonated value
 //! must be allowed to the real user (verb `impersonate`), refused with upstream's 403, and the
 //! request then acts as the impersonated user; under AlwaysAllow impersonation simply works.
+//! kube-rs's `impersonate` settings go the same way.
 
 use tinykube_tests::{table_rows, ApiServer};
 
@@ -184,4 +185,38 @@ fn impersonation_under_always_allow() {
         .send()
         .unwrap();
     assert_eq!(resp.status().as_u16(), 400);
+}
+
+/// kube-rs, unmodified, with its kubeconfig's `as` and `as-groups`: the server sees jane of devs.
+#[test]
+fn kube_rs_impersonates_from_its_config() {
+    use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    // The harness is blocking: start the API server before the runtime.
+    let server = ApiServer::start().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let user = runtime.block_on(async {
+        let kubeconfig = Kubeconfig::read_from(server.kubeconfig()).unwrap();
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .unwrap();
+        config.auth_info.impersonate = Some("jane".into());
+        config.auth_info.impersonate_groups = Some(vec!["devs".into()]);
+        let client = kube::Client::try_from(config).unwrap();
+        let reviews: kube::Api<SelfSubjectReview> = kube::Api::all(client);
+        let review = reviews
+            .create(&Default::default(), &SelfSubjectReview::default())
+            .await
+            .unwrap();
+        review.status.and_then(|s| s.user_info).unwrap_or_default()
+    });
+    assert_eq!(user.username.as_deref(), Some("jane"));
+    assert_eq!(
+        user.groups,
+        Some(vec!["devs".to_string(), "system:authenticated".to_string()])
+    );
 }
