@@ -5,8 +5,6 @@
 //! ServiceAccount and the bound object must still exist with the same uid; each refusal in
 //! upstream's words (what TokenReview's `status.error` shows).
 
-#[cfg(test)]
-use jsonwebtoken::Validation;
 use jsonwebtoken::{Algorithm, Header};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -15,8 +13,6 @@ use tinykube_proto::registry;
 use super::bearer::{
     audiences, issuer, service_account_user, signed_claims, Authenticated, Outcome, LEEWAY,
 };
-#[cfg(test)]
-use super::API_AUDIENCE;
 use super::{Keys, ISSUER};
 use crate::state::AppState;
 
@@ -97,19 +93,7 @@ pub fn sign(keys: &Keys, claims: &Claims) -> Result<String, SignError> {
     Ok(jsonwebtoken::encode(&header, claims, &keys.signing)?)
 }
 
-/// The claims of a token this server signed for the API audience, if it is still in date.
-#[cfg(test)]
-pub fn verify(keys: &Keys, token: &str) -> Option<Claims> {
-    let mut validation = Validation::new(Algorithm::ES256);
-    validation.set_audience(&[API_AUDIENCE]);
-    validation.set_issuer(&[ISSUER]);
-    validation.validate_nbf = true;
-    jsonwebtoken::decode::<Claims>(token, &keys.verifying, &validation)
-        .ok()
-        .map(|data| data.claims)
-}
-
-/// The stored object of `plural` named in `r`, if any.
+/// The stored object of `plural` named `name`, if any.
 fn lookup(state: &AppState, plural: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
     let info = registry::builtin("", "v1", plural)?;
     state.objects.try_get(info, namespace, name).ok().flatten()
@@ -236,6 +220,20 @@ pub const EXTRA_CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-i
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::API_AUDIENCE;
+    use jsonwebtoken::Validation;
+
+    /// The claims of a token this server signed for the API audience, if it is still in date
+    /// (jsonwebtoken's own checks of signature, issuer, audience and times).
+    fn verify(keys: &Keys, token: &str) -> Option<Claims> {
+        let mut validation = Validation::new(Algorithm::ES256);
+        validation.set_audience(&[API_AUDIENCE]);
+        validation.set_issuer(&[ISSUER]);
+        validation.validate_nbf = true;
+        jsonwebtoken::decode::<Claims>(token, &keys.verifying, &validation)
+            .ok()
+            .map(|data| data.claims)
+    }
 
     fn keys() -> (tempfile::TempDir, Keys) {
         let dir = tempfile::tempdir().unwrap();
