@@ -172,6 +172,7 @@ fn token_line(line: &str) -> Option<(String, UserInfo)> {
             username,
             uid,
             groups,
+            extra: Default::default(),
         },
     ))
 }

@@ -29,6 +29,7 @@ fn echo(headers: &HeaderMap, uri: &Uri) -> Value {
     json!({"kind": "NodeMetricsList", "apiVersion": "metrics.k8s.io/v1beta1", "metadata": {},
            "items": [], "user": all("x-remote-user"), "groups": all("x-remote-group"),
            "authorization": all("authorization"), "node": all("tinykube-node"),
+           "extra": all("x-remote-extra-scopes"), "impersonate": all("impersonate-user"),
            "query": uri.query().unwrap_or("")})
 }
 
@@ -278,6 +279,27 @@ async fn an_aggregated_api_is_served_through_the_api_server() {
     assert_eq!(nodes["groups"], json!(["dev", "system:authenticated"]));
     assert_eq!(nodes["authorization"], json!([]));
     assert_eq!(nodes["query"], "limit=1");
+    // An impersonating caller: the backend hears the impersonated user, not the headers.
+    let impersonated: Value = api
+        .client
+        .get(format!("{}/apis/metrics.k8s.io/v1beta1/nodes", api.url))
+        .bearer_auth(TOKEN)
+        .header("Impersonate-User", "jane")
+        .header("Impersonate-Group", "devs")
+        .header("Impersonate-Extra-Scopes", "view")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(impersonated["user"], json!(["jane"]));
+    assert_eq!(
+        impersonated["groups"],
+        json!(["devs", "system:authenticated"])
+    );
+    assert_eq!(impersonated["extra"], json!(["view"]));
+    assert_eq!(impersonated["impersonate"], json!([]));
 
     // The table kubectl prints.
     let table: Value = api

@@ -219,10 +219,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Clus
         if let Some(bin) = &cm_bin {
             let log = layout.log("controller-manager");
             let mut args = connect("controller-manager")?;
-            // The CA the API server generated into its data dir, for `kube-root-ca.crt`.
+            // The CA the API server generated into its data dir, for `kube-root-ca.crt`, and its
+            // key, which signs ServiceAccount tokens (legacy token Secrets' too).
             args.extend([
                 "--root-ca-file".into(),
                 layout.apiserver_data().join("ca.crt").display().to_string(),
+                "--service-account-private-key-file".into(),
+                layout.apiserver_data().join("ca.key").display().to_string(),
             ]);
             let periods = [
                 (

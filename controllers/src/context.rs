@@ -15,7 +15,7 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
     ConfigMap, Endpoints, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
-    ReplicationController, Service, ServiceAccount,
+    ReplicationController, Secret, Service, ServiceAccount,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -105,6 +105,7 @@ pub struct Context {
     pub configmaps: Shared<ConfigMap>,
     pub poddisruptionbudgets: Shared<PodDisruptionBudget>,
     pub serviceaccounts: Shared<ServiceAccount>,
+    pub secrets: Shared<Secret>,
     pub services: Shared<Service>,
     pub endpoints: Shared<Endpoints>,
     pub endpointslices: Shared<EndpointSlice>,
@@ -139,8 +140,12 @@ pub struct Options {
     /// How often the garbage collector compares its monitors with discovery (custom
     /// resources appear and disappear with their CRDs); upstream's is a fixed 30s.
     pub gc_resync_period: std::time::Duration,
-    /// The CA certificate the root CA publisher puts in every namespace (`--root-ca-file`).
+    /// The CA certificate the root CA publisher puts in every namespace (`--root-ca-file`),
+    /// also the `ca.crt` of ServiceAccount token Secrets.
     pub root_ca_file: Option<std::path::PathBuf>,
+    /// The PEM private key the tokens controller signs legacy ServiceAccount tokens with
+    /// (`--service-account-private-key-file`: the API server's `DATA_DIR/ca.key`).
+    pub service_account_private_key_file: Option<std::path::PathBuf>,
     pub concurrent_job_syncs: usize,
     /// The first delay before a Job replaces a failed pod, doubled per failure up to 6
     /// minutes (upstream's fixed 10 s; tinykube's `--job-pod-failure-backoff`, for tests).
@@ -162,6 +167,7 @@ impl Default for Options {
             pod_gc_check_period: std::time::Duration::from_secs(20),
             gc_resync_period: std::time::Duration::from_secs(30),
             root_ca_file: None,
+            service_account_private_key_file: None,
             concurrent_job_syncs: 5,
             job_pod_failure_backoff: std::time::Duration::from_secs(10),
             hpa: crate::podautoscaler::Settings::default(),
@@ -183,6 +189,7 @@ impl Context {
             configmaps: Shared::new(&client),
             poddisruptionbudgets: Shared::new(&client),
             serviceaccounts: Shared::new(&client),
+            secrets: Shared::new(&client),
             services: Shared::new(&client),
             endpoints: Shared::new(&client),
             endpointslices: Shared::new(&client),
@@ -239,6 +246,7 @@ impl Context {
             self.configmaps.take_if_used(),
             self.poddisruptionbudgets.take_if_used(),
             self.serviceaccounts.take_if_used(),
+            self.secrets.take_if_used(),
             self.services.take_if_used(),
             self.endpoints.take_if_used(),
             self.endpointslices.take_if_used(),

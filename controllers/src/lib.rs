@@ -2,7 +2,7 @@
 //! EndpointSlices of Services, ReplicaSet, DaemonSet, Deployment, StatefulSet,
 //! ReplicationController, Job, CronJob, the garbage collectors of owned objects, of pods and of
 //! finished Jobs, namespace lifecycle, node lifecycle, disruption budgets, node TTLs,
-//! ServiceAccounts, quotas, aggregated ClusterRoles, persistent volume binding and
+//! ServiceAccounts and their legacy token Secrets, quotas, aggregated ClusterRoles, persistent volume binding and
 //! provisioning, volume and claim protection, horizontal pod autoscaling), each a reconcile loop over shared informer
 //! caches with a rate-limited work queue keyed by object.
 //!
@@ -37,6 +37,7 @@ pub mod replicaset;
 pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod serviceaccounttoken;
 pub mod statefulset;
 pub mod ttl;
 pub mod ttlafterfinished;

@@ -24,7 +24,7 @@ struct Flags {
     /// Controllers to run: '*' enables all, 'foo' enables foo, '-foo' disables foo. Known:
     /// endpoint, endpointslice, replicaset, deployment, daemonset, garbagecollector, namespace,
     /// nodelifecycle, horizontalpodautoscaling, disruption, ttl, podgc, serviceaccount,
-    /// root-ca-cert-publisher, resourcequota, clusterrole-aggregation.
+    /// serviceaccount-token, root-ca-cert-publisher, resourcequota, clusterrole-aggregation.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Campaign for leadership on the kube-controller-manager Lease and run only while leading.
@@ -66,6 +66,11 @@ struct Flags {
     /// `kube-root-ca.crt`: the API server's `DATA_DIR/ca.crt`.
     #[arg(long)]
     root_ca_file: Option<std::path::PathBuf>,
+    /// PEM private key to sign the tokens of `kubernetes.io/service-account-token` Secrets with
+    /// (the serviceaccount-token controller): the API server's `DATA_DIR/ca.key`. Without it
+    /// that controller is disabled, as upstream's.
+    #[arg(long)]
+    service_account_private_key_file: Option<std::path::PathBuf>,
     /// Deployments synced at once.
     #[arg(long, default_value_t = 5)]
     concurrent_deployment_syncs: usize,
@@ -151,6 +156,7 @@ async fn main() {
             pod_gc_check_period: flags.pod_gc_check_period,
             gc_resync_period: flags.gc_resync_period,
             root_ca_file: flags.root_ca_file,
+            service_account_private_key_file: flags.service_account_private_key_file,
             concurrent_job_syncs: flags.concurrent_job_syncs,
             job_pod_failure_backoff: flags.job_pod_failure_backoff,
             hpa: tinykube_controllers::podautoscaler::Settings {

@@ -96,6 +96,10 @@ pub const CONTROLLERS: &[Entry] = &[
         start: Some(crate::serviceaccount::start),
     },
     Entry {
+        name: "serviceaccount-token",
+        start: Some(crate::serviceaccounttoken::start),
+    },
+    Entry {
         name: "root-ca-cert-publisher",
         start: Some(crate::rootcacertpublisher::start),
     },

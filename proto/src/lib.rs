@@ -16,6 +16,7 @@ pub mod patch;
 pub mod quantity;
 pub mod quota;
 pub mod registry;
+pub mod serviceaccount;
 pub mod storage;
 pub mod taints;
 pub mod typed;

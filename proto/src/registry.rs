@@ -818,6 +818,13 @@ pub static RESOURCES: &[ResourceInfo] = &[
         false,
     ),
     review(
+        "authentication.k8s.io",
+        "TokenReview",
+        "tokenreviews",
+        "tokenreview",
+        false,
+    ),
+    review(
         "authorization.k8s.io",
         "LocalSubjectAccessReview",
         "localsubjectaccessreviews",

@@ -101,6 +101,7 @@ pub fn normalize(group: &str, kind: &str, obj: &Value) -> Result<Value, DecodeEr
         ("authentication.k8s.io", "SelfSubjectReview") => {
             through::<authentication::SelfSubjectReview>(obj)
         }
+        ("authentication.k8s.io", "TokenReview") => through::<authentication::TokenReview>(obj),
         ("autoscaling", "Scale") => through::<k8s_openapi::api::autoscaling::v1::Scale>(obj),
         ("autoscaling", "HorizontalPodAutoscaler") => {
             through::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(obj)

@@ -105,6 +105,7 @@ pub(crate) async fn start(b: Builder) -> Result<TestCluster, StartError> {
     if !enabled.is_empty() {
         let mut options = tinykube_controllers::Options {
             root_ca_file: Some(data.join("apiserver").join("ca.crt")),
+            service_account_private_key_file: Some(data.join("apiserver").join("ca.key")),
             ..Default::default()
         };
         if let Some(g) = b.node_monitor_grace_period {

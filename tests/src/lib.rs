@@ -616,7 +616,8 @@ pub struct ControllerManager {
 impl ControllerManager {
     /// Start with `extra` flags (e.g. `--controllers=replicaset`). Without an explicit
     /// `--leader-elect`, leader election is off so a restarted manager acts at once; as
-    /// `tinykube up` does, `--root-ca-file` is the CA in the API server's data dir.
+    /// `tinykube up` does, `--root-ca-file` is the CA in the API server's data dir and
+    /// `--service-account-private-key-file` its key.
     pub fn start(server: &ApiServer, extra: &[&str]) -> Result<ControllerManager> {
         Self::start_as(server, server.kubeconfig(), extra)
     }
@@ -634,6 +635,13 @@ impl ControllerManager {
         if !extra.iter().any(|a| a.starts_with("--root-ca-file")) {
             args.push("--root-ca-file".into());
             args.push(server.data_dir().join("ca.crt").display().to_string());
+        }
+        if !extra
+            .iter()
+            .any(|a| a.starts_with("--service-account-private-key-file"))
+        {
+            args.push("--service-account-private-key-file".into());
+            args.push(server.data_dir().join("ca.key").display().to_string());
         }
         let mut cm = ControllerManager {
             child: None,

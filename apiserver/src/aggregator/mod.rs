@@ -155,6 +155,31 @@ pub fn identity_headers(user: &UserInfo) -> Vec<(HeaderName, HeaderValue)> {
             out.push((HeaderName::from_static("x-remote-group"), v));
         }
     }
+    for (key, values) in &user.extra {
+        let Ok(name) =
+            HeaderName::from_bytes(format!("x-remote-extra-{}", path_escape(key)).as_bytes())
+        else {
+            continue;
+        };
+        for value in values {
+            if let Ok(v) = HeaderValue::from_str(value) {
+                out.push((name.clone(), v));
+            }
+        }
+    }
+    out
+}
+
+/// Go's url.PathEscape, with which upstream escapes an extra's key into a header name.
+fn path_escape(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for b in key.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~$&+=:@".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
     out
 }
 
@@ -217,6 +242,7 @@ mod tests {
             username: "alice".into(),
             uid: String::new(),
             groups: vec!["dev".into(), "system:authenticated".into()],
+            extra: [("example.com/scopes".to_string(), vec!["view".to_string()])].into(),
         };
         let got: Vec<(String, String)> = identity_headers(&user)
             .into_iter()
@@ -228,6 +254,7 @@ mod tests {
                 ("x-remote-user".to_string(), "alice".to_string()),
                 ("x-remote-group".into(), "dev".into()),
                 ("x-remote-group".into(), "system:authenticated".into()),
+                ("x-remote-extra-example.com%2fscopes".into(), "view".into()),
             ]
         );
     }

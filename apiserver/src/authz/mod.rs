@@ -7,6 +7,7 @@
 pub mod attributes;
 pub mod bootstrap;
 pub mod escalation;
+pub mod impersonation;
 pub mod rbac;
 
 use std::str::FromStr;
@@ -209,6 +210,7 @@ mod tests {
             username: "alice".into(),
             uid: String::new(),
             groups: vec![],
+            extra: Default::default(),
         };
         let cases = [
             ("DELETE", "/api/v1/namespaces/default/pods/x", "pods \"x\" is forbidden: User \"alice\" cannot delete resource \"pods\" in API group \"\" in the namespace \"default\""),

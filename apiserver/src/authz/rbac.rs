@@ -282,6 +282,7 @@ mod tests {
             username: "system:serviceaccount:web:builder".into(),
             uid: String::new(),
             groups: vec!["system:serviceaccounts".into()],
+            extra: Default::default(),
         };
         let sa = json!({"kind": "ServiceAccount", "name": "builder"});
         assert!(applies(&sa, &user, "web"));

@@ -15,6 +15,7 @@ mod read;
 mod review;
 mod subresource;
 mod token;
+mod tokenreview;
 mod watch;
 mod write;
 
@@ -97,7 +98,8 @@ fn wants_pretty(headers: &HeaderMap, query: Option<&str>) -> bool {
 }
 
 /// The request's user, as upstream's union of authenticators: a client certificate the client
-/// CA verified (CN, O), else a bearer token (the token file's, then a ServiceAccount token's);
+/// CA verified (CN, O), else a bearer token (`identity::bearer`: the token file's, a
+/// ServiceAccount token's, a legacy token Secret's);
 /// `system:anonymous` when no authenticator is configured; `None` (401) when one is and the
 /// request brings no credentials that authenticate.
 fn authenticated(
@@ -115,14 +117,15 @@ fn authenticated(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .and_then(|t| {
-            let t = t.trim();
-            state
-                .tokens
-                .as_ref()
-                .and_then(|tokens| tokens.get(t).cloned())
-                .or_else(|| crate::identity::token::authenticate(state, t))
-        })
+        .and_then(
+            |t| match crate::identity::bearer::authenticate(state, t.trim(), &[]) {
+                Ok(found) => Some(found.user),
+                Err(reason) => {
+                    tracing::debug!(%reason, "unable to authenticate the request");
+                    None
+                }
+            },
+        )
 }
 
 fn plain_not_found() -> Response {
@@ -150,8 +153,13 @@ pub async fn dispatch(
         return (StatusCode::OK, "ok").into_response();
     }
     let peer = peer.as_ref().map(|Extension(ConnectInfo(p))| &p.identity);
-    let Some(user) = authenticated(&state, &headers, peer) else {
+    let Some(requester) = authenticated(&state, &headers, peer) else {
         return ApiError::Unauthorized.into_response();
+    };
+    let mut headers = headers;
+    let user = match crate::authz::impersonation::apply(&state, &mut headers, requester) {
+        Ok(user) => user,
+        Err(e) => return e.into_response(),
     };
     if let Err(e) = crate::authz::check(&state, method.as_str(), &path, uri.query(), &user) {
         return e.into_response();

@@ -3,7 +3,8 @@
 //! LocalSubjectAccessReview (about any user, in the URL's namespace) and SelfSubjectRulesReview
 //! (the requester's rules in a namespace: `kubectl auth can-i --list`), answered by the
 //! server's authorizer and never stored; authentication.k8s.io/v1 SelfSubjectReview (the
-//! requester as authenticated: `kubectl auth whoami`).
+//! requester as authenticated or impersonated: `kubectl auth whoami`) and TokenReview
+//! (`tokenreview`).
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -100,6 +101,7 @@ pub fn create(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
     let invalid = |errs: Vec<FieldError>| ApiError::invalid(&info, "", errs);
     let status = match info.kind {
         "SelfSubjectReview" => json!({"userInfo": user_json(&ctx.user)}),
+        "TokenReview" => super::tokenreview::status(&ctx, &spec)?,
         "SelfSubjectRulesReview" => {
             let namespace = text(&spec, "/namespace");
             if namespace.is_empty() {
@@ -119,6 +121,13 @@ pub fn create(ctx: Ctx, body: &[u8]) -> ApiResult<Response> {
                     username: text(&spec, "/user").to_string(),
                     uid: text(&spec, "/uid").to_string(),
                     groups: strings(spec.get("groups")),
+                    extra: spec
+                        .get("extra")
+                        .and_then(Value::as_object)
+                        .into_iter()
+                        .flatten()
+                        .map(|(k, v)| (k.clone(), strings(Some(v))))
+                        .collect(),
                 }
             };
             if kind == "LocalSubjectAccessReview" {
@@ -173,6 +182,9 @@ fn user_json(user: &UserInfo) -> Value {
     }
     if !user.groups.is_empty() {
         out["groups"] = json!(user.groups);
+    }
+    if !user.extra.is_empty() {
+        out["extra"] = json!(user.extra);
     }
     out
 }

@@ -1,10 +1,14 @@
 //! Identity: the cluster CA and signing key kept in the data dir (`keys`), the serving
 //! certificate it signs (`serving`), the ServiceAccount tokens signed with it and their
-//! verification as bearer tokens (`token`), client-certificate authentication (`x509`), and
-//! upstream's ServiceAccount admission plugin for pods (`admission`).
+//! verification (`token`), legacy ServiceAccount token Secrets' JWTs (`legacy`), the union of
+//! bearer-token authenticators the requests and TokenReview share (`bearer`),
+//! client-certificate authentication (`x509`), and upstream's ServiceAccount admission plugin
+//! for pods (`admission`).
 
 mod admission;
+pub mod bearer;
 mod keys;
+pub mod legacy;
 pub mod serving;
 pub mod token;
 pub mod x509;

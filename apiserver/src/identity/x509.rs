@@ -120,6 +120,7 @@ fn user_of(der: &CertificateDer<'_>) -> Option<UserInfo> {
         username,
         uid: String::new(),
         groups,
+        extra: Default::default(),
     })
 }
 

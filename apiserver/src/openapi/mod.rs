@@ -155,7 +155,9 @@ fn schemas_for(group: &str) -> Map<String, Value> {
             add::<authorization::SubjectAccessReview>(&mut gen);
         }
         "authentication.k8s.io" => {
-            add::<tinykube_proto::api::api::authentication::v1::SelfSubjectReview>(&mut gen)
+            use tinykube_proto::api::api::authentication::v1 as authentication;
+            add::<authentication::SelfSubjectReview>(&mut gen);
+            add::<authentication::TokenReview>(&mut gen);
         }
         _ => {}
     }

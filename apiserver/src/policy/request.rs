@@ -2,6 +2,8 @@
 //! resource and subresource, the operation, the objects, the user; and the `request` variable
 //! CEL expressions read, shaped as upstream's AdmissionRequest.
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Map, Value};
 use tinykube_proto::registry::ResourceInfo;
 
@@ -32,13 +34,16 @@ impl Operation {
     }
 }
 
-/// The authenticated user of a request: the token file's user, or `system:anonymous` when the
-/// server runs without authentication.
+/// The authenticated (or impersonated) user of a request, as upstream's `user.Info`: name,
+/// uid, groups and the extra attributes (a ServiceAccount token's credential id and bound pod,
+/// impersonated `Impersonate-Extra-*` values); `system:anonymous` when the server runs without
+/// authentication.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct UserInfo {
     pub username: String,
     pub uid: String,
     pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
 impl UserInfo {
@@ -47,10 +52,13 @@ impl UserInfo {
             username: "system:anonymous".into(),
             uid: String::new(),
             groups: vec!["system:unauthenticated".into()],
+            extra: BTreeMap::new(),
         }
     }
 
-    fn to_json(&self) -> Value {
+    /// The user as authentication.k8s.io/v1 `UserInfo` (also admission's `userInfo`): empty
+    /// fields left out.
+    pub fn to_json(&self) -> Value {
         let mut m = Map::new();
         if !self.username.is_empty() {
             m.insert("username".into(), self.username.clone().into());
@@ -60,6 +68,9 @@ impl UserInfo {
         }
         if !self.groups.is_empty() {
             m.insert("groups".into(), json!(self.groups));
+        }
+        if !self.extra.is_empty() {
+            m.insert("extra".into(), json!(self.extra));
         }
         Value::Object(m)
     }
