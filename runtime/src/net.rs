@@ -29,6 +29,29 @@ pub struct HttpResponse {
 }
 
 impl HttpResponse {
+    /// The reason phrase of its status (`Not Found`), as servers write it on the status line.
+    pub fn reason(&self) -> &'static str {
+        match self.status {
+            200 => "OK",
+            201 => "Created",
+            204 => "No Content",
+            301 => "Moved Permanently",
+            302 => "Found",
+            304 => "Not Modified",
+            400 => "Bad Request",
+            401 => "Unauthorized",
+            403 => "Forbidden",
+            404 => "Not Found",
+            405 => "Method Not Allowed",
+            500 => "Internal Server Error",
+            502 => "Bad Gateway",
+            503 => "Service Unavailable",
+            504 => "Gateway Timeout",
+            505 => "HTTP Version Not Supported",
+            _ => "",
+        }
+    }
+
     pub fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> HttpResponse {
         HttpResponse {
             status,

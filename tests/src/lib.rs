@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 
 pub mod jobs;
 pub mod lab;
+pub mod terminal;
 
 /// Folder of the workspace's built binaries (`target/debug`), found from the test executable.
 pub fn bin_dir() -> PathBuf {

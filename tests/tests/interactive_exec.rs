@@ -5,10 +5,11 @@
 //! `command terminated with exit code 4`; and `kubectl run -it … -- sh`, attached to the
 //! container's own shell.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use tinykube_tests::terminal::type_into;
 use tinykube_tests::{eventually, table_rows, ApiServer, Kubelet};
 
 const COUNTER: &str = r#"apiVersion: v1
@@ -82,6 +83,7 @@ fn follow_the_counter_and_type_in_a_shell() {
             "exit 4\r",
         ],
         2,
+        &[],
     );
     assert!(screen.contains("/ # "), "the prompt: {screen:?}");
     assert!(screen.contains("hello from counter\n"), "{screen:?}");
@@ -99,6 +101,7 @@ fn follow_the_counter_and_type_in_a_shell() {
         "kubectl run -it box --image=busybox --restart=Never --overrides='{\"spec\":{\"nodeName\":\"worker0\"}}' -- sh",
         &["echo hi from $(hostname)\r", "exit 5\r"],
         6,
+        &[],
     );
     assert!(
         screen.contains("If you don't see a command prompt, try pressing enter."),
@@ -109,41 +112,4 @@ fn follow_the_counter_and_type_in_a_shell() {
         screen.contains("pod default/box terminated (Error)"),
         "{screen:?}"
     );
-}
-
-/// Run `command` in a pseudo-terminal, type `keys` after `wait` seconds (half a second
-/// apart): the screen (without carriage returns) and the exit status.
-fn type_into(
-    server: &ApiServer,
-    command: &str,
-    keys: &'static [&'static str],
-    wait: u64,
-) -> (String, std::process::ExitStatus) {
-    let mut term = Command::new("script")
-        .args(["-qec", command, "/dev/null"])
-        .env("KUBECONFIG", server.kubeconfig())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("script (util-linux) runs");
-    let mut stdin = term.stdin.take().unwrap();
-    let typing = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(wait));
-        for k in keys {
-            let _ = stdin.write_all(k.as_bytes());
-            let _ = stdin.flush();
-            std::thread::sleep(Duration::from_millis(700));
-        }
-        std::thread::sleep(Duration::from_secs(3));
-    });
-    let mut out = String::new();
-    term.stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    let status = term.wait().unwrap();
-    typing.join().unwrap();
-    (out.replace('\r', ""), status)
 }

@@ -4,10 +4,11 @@
 //! output, stderr apart, the exit code (`command terminated with exit code 3`), stdin to its end,
 //! a terminal session through a pseudo-terminal, and an attach to the logging page's counter.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use tinykube_tests::terminal::type_into;
 use tinykube_tests::{eventually, table_rows, ApiServer, Kubelet};
 
 const BOX: &str = r#"apiVersion: v1
@@ -123,10 +124,12 @@ fn exec_and_attach_over_spdy() {
     assert_eq!(out.status.code(), Some(127), "{}", text(&out.stderr));
 
     // A terminal: the prompt, the echo, a command's output, and `exit 4`.
-    let screen = in_terminal(
+    let (screen, _) = type_into(
         &server,
         "kubectl exec -it box -- sh",
         &["echo hello from $(hostname)\r", "exit 4\r"],
+        2,
+        &[("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false")],
     );
     assert!(screen.contains("/ # "), "{screen:?}");
     assert!(screen.contains("hello from box\n"), "{screen:?}");
@@ -162,37 +165,4 @@ fn exec_and_attach_over_spdy() {
     assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "{out:?}");
     // Only what came after the attach: the first lines stay in the log.
     assert!(numbers[0] >= 2, "{out:?}");
-}
-
-/// Run `command` (SPDY) in a pseudo-terminal, type `keys` half a second apart once it has the
-/// terminal: the screen without carriage returns.
-fn in_terminal(server: &ApiServer, command: &str, keys: &'static [&'static str]) -> String {
-    let mut term = Command::new("script")
-        .args(["-qec", command, "/dev/null"])
-        .env("KUBECONFIG", server.kubeconfig())
-        .env("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("script (util-linux) runs");
-    let mut stdin = term.stdin.take().unwrap();
-    let typing = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(2));
-        for k in keys {
-            let _ = stdin.write_all(k.as_bytes());
-            let _ = stdin.flush();
-            std::thread::sleep(Duration::from_millis(700));
-        }
-        std::thread::sleep(Duration::from_secs(3));
-    });
-    let mut out = String::new();
-    term.stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    let _ = term.wait();
-    typing.join().unwrap();
-    out.replace('\r', "")
 }

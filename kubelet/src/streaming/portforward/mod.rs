@@ -373,7 +373,7 @@ impl Http1 {
 
 /// An answer on the wire, with the headers a server adds.
 pub(super) fn render(r: &HttpResponse, head: bool, close: bool, now: SystemTime) -> Vec<u8> {
-    let mut out = format!("HTTP/1.1 {} {}\r\n", r.status, reason(r.status));
+    let mut out = format!("HTTP/1.1 {} {}\r\n", r.status, r.reason());
     let has = |name: &str| r.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
     if !has("date") {
         let date = chrono::DateTime::<chrono::Utc>::from(now);
@@ -398,27 +398,6 @@ pub(super) fn render(r: &HttpResponse, head: bool, close: bool, now: SystemTime)
         bytes.extend_from_slice(&r.body);
     }
     bytes
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        201 => "Created",
-        204 => "No Content",
-        301 => "Moved Permanently",
-        302 => "Found",
-        304 => "Not Modified",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        505 => "HTTP Version Not Supported",
-        _ => "",
-    }
 }
 
 impl Kubelet {

@@ -16,28 +16,6 @@ pub(super) async fn run(p: &mut Proc, name: &str, args: &[String]) -> Option<i32
     })
 }
 
-/// The reason phrase of an HTTP status.
-pub(super) fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        201 => "Created",
-        204 => "No Content",
-        301 => "Moved Permanently",
-        302 => "Found",
-        304 => "Not Modified",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        _ => "",
-    }
-}
-
 struct Url {
     host: String,
     port: u16,
@@ -213,7 +191,7 @@ fn wget(p: &mut Proc, args: &[String]) -> i32 {
         p.err(&format!(
             "wget: server returned error: HTTP/1.1 {} {}\n",
             resp.status,
-            reason(resp.status)
+            resp.reason()
         ));
         return 1;
     }
@@ -355,7 +333,7 @@ fn curl(p: &mut Proc, args: &[String]) -> i32 {
     }
     let mut out = Vec::new();
     if head || include {
-        let mut h = format!("HTTP/1.1 {} {}\r\n", resp.status, reason(resp.status));
+        let mut h = format!("HTTP/1.1 {} {}\r\n", resp.status, resp.reason());
         for (k, v) in &resp.headers {
             h.push_str(&format!("{k}: {v}\r\n"));
         }

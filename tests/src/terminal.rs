@@ -1,0 +1,47 @@
+//! A student at a terminal: a kubectl command run in a pseudo-terminal (util-linux `script`),
+//! keys typed into it once it has the terminal, and the screen it leaves.
+
+use std::io::{Read, Write};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use crate::ApiServer;
+
+/// Run `command` in a pseudo-terminal with `env` set, type `keys` after `wait` seconds (0.7 s
+/// apart): the screen (without carriage returns) and the exit status.
+pub fn type_into(
+    server: &ApiServer,
+    command: &str,
+    keys: &'static [&'static str],
+    wait: u64,
+    env: &[(&str, &str)],
+) -> (String, ExitStatus) {
+    let mut term = Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .env("KUBECONFIG", server.kubeconfig())
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs");
+    let mut stdin = term.stdin.take().unwrap();
+    let typing = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(wait));
+        for k in keys {
+            let _ = stdin.write_all(k.as_bytes());
+            let _ = stdin.flush();
+            std::thread::sleep(Duration::from_millis(700));
+        }
+        std::thread::sleep(Duration::from_secs(3));
+    });
+    let mut out = String::new();
+    term.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = term.wait().unwrap();
+    typing.join().unwrap();
+    (out.replace('\r', ""), status)
+}
