@@ -7,6 +7,21 @@ use std::time::Duration;
 
 use crate::ApiServer;
 
+/// The logging page's counter pod (bound to `worker0`): a numbered line with the date each
+/// second, for `kubectl logs -f` and `kubectl attach`.
+pub const COUNTER: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: counter
+spec:
+  nodeName: worker0
+  containers:
+  - name: count
+    image: busybox:1.28
+    args: [/bin/sh, -c,
+            'i=0; while true; do echo "$i: $(date)"; i=$((i+1)); sleep 1; done']
+"#;
+
 /// Run `command` in a pseudo-terminal with `env` set, type `keys` after `wait` seconds (0.7 s
 /// apart): the screen (without carriage returns) and the exit status.
 pub fn type_into(

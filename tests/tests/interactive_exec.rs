@@ -9,21 +9,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tinykube_tests::terminal::type_into;
+use tinykube_tests::terminal::{type_into, COUNTER};
 use tinykube_tests::{eventually, table_rows, ApiServer, Kubelet};
-
-const COUNTER: &str = r#"apiVersion: v1
-kind: Pod
-metadata:
-  name: counter
-spec:
-  nodeName: worker0
-  containers:
-  - name: count
-    image: busybox:1.28
-    args: [/bin/sh, -c,
-            'i=0; while true; do echo "$i: $(date)"; i=$((i+1)); sleep 1; done']
-"#;
 
 fn running(server: &ApiServer) -> bool {
     let out = server.kubectl(&["get", "pod", "counter", "--no-headers"]);

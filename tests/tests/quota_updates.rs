@@ -38,18 +38,23 @@ fn patch(server: &ApiServer, ns: &str, what: &str, patch: &str) -> tinykube_test
     server.kubectl(&["patch", what, "-n", ns, "-p", patch])
 }
 
+/// A new namespace `ns` with `quota` (a ResourceQuota manifest) in it.
+fn namespace_with_quota(server: &ApiServer, ns: &str, quota: &str) {
+    server.kubectl(&["create", "namespace", ns]).ok();
+    server
+        .kubectl_stdin(&["apply", "-n", ns, "-f", "-"], Some(quota))
+        .ok();
+}
+
 #[test]
 fn service_type_changes_are_charged() {
     let server = ApiServer::start().unwrap();
     let _cm = ControllerManager::start(&server, &["--controllers=resourcequota"]).unwrap();
     let ns = "svc-quota";
-    server.kubectl(&["create", "namespace", ns]).ok();
     let objects = "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: services\nspec:\n  hard:\n    services: \"4\"\n    services.nodeports: \"2\"\n    services.loadbalancers: \"1\"\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - name: http\n    port: 80\n  - name: https\n    port: 443\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: api\nspec:\n  ports:\n  - port: 8080\n";
     // The quota first, counted before the Services come.
     let (quota, services) = objects.split_at(objects.find("---").unwrap());
-    server
-        .kubectl_stdin(&["apply", "-n", ns, "-f", "-"], Some(quota))
-        .ok();
+    namespace_with_quota(&server, ns, quota);
     wait_used(
         &server,
         ns,
@@ -145,11 +150,8 @@ fn resized_claims_are_charged() {
     let server = ApiServer::start().unwrap();
     let _cm = ControllerManager::start(&server, &["--controllers=resourcequota"]).unwrap();
     let ns = "storage-quota";
-    server.kubectl(&["create", "namespace", ns]).ok();
     let quota = "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: storage\nspec:\n  hard:\n    requests.storage: 10Gi\n    gold.storageclass.storage.k8s.io/requests.storage: 2Gi\n";
-    server
-        .kubectl_stdin(&["apply", "-n", ns, "-f", "-"], Some(quota))
-        .ok();
+    namespace_with_quota(&server, ns, quota);
     let gold = "gold.storageclass.storage.k8s.io/requests.storage";
     wait_used(
         &server,
@@ -224,11 +226,8 @@ fn concurrent_updates_never_exceed_a_quota() {
     let server = ApiServer::start().unwrap();
     let cm = ControllerManager::start(&server, &["--controllers=resourcequota"]).unwrap();
     let ns = "race";
-    server.kubectl(&["create", "namespace", ns]).ok();
     let quota = "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: ports\nspec:\n  hard:\n    services.nodeports: \"3\"\n";
-    server
-        .kubectl_stdin(&["apply", "-n", ns, "-f", "-"], Some(quota))
-        .ok();
+    namespace_with_quota(&server, ns, quota);
     wait_used(&server, ns, "ports", r#"{"services.nodeports":"0"}"#);
     // Admission alone from here: a recount racing the writes (as upstream's may, counting an
     // update charged but not stored yet as not there) is not what this test is about.

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use tinykube_tests::terminal::type_into;
+use tinykube_tests::terminal::{type_into, COUNTER};
 use tinykube_tests::{eventually, table_rows, ApiServer, Kubelet};
 
 const BOX: &str = r#"apiVersion: v1
@@ -21,19 +21,6 @@ spec:
   - name: box
     image: busybox:1.36
     command: [sh, -c, 'echo started; sleep 3600']
-"#;
-
-const COUNTER: &str = r#"apiVersion: v1
-kind: Pod
-metadata:
-  name: counter
-spec:
-  nodeName: worker0
-  containers:
-  - name: count
-    image: busybox:1.28
-    args: [/bin/sh, -c,
-            'i=0; while true; do echo "$i: $(date)"; i=$((i+1)); sleep 1; done']
 "#;
 
 /// kubectl with the WebSocket protocols turned off, so it speaks SPDY.

@@ -23,7 +23,8 @@ pub fn is_review(info: &ResourceInfo) -> bool {
     matches!(info.group, "authorization.k8s.io" | "authentication.k8s.io") && info.custom.is_none()
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
+/// The strings of a JSON array (none when absent or not an array).
+pub(super) fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .into_iter()
         .flatten()

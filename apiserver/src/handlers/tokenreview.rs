@@ -17,14 +17,7 @@ pub fn status(ctx: &Ctx, spec: &Value) -> ApiResult<Value> {
             "token is required for TokenReview in authentication".into(),
         ));
     }
-    let audiences: Vec<String> = spec
-        .get("audiences")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
+    let audiences = super::review::strings(spec.get("audiences"));
     Ok(answer(bearer::authenticate(&ctx.state, token, &audiences)))
 }
 

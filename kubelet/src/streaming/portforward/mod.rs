@@ -40,8 +40,6 @@ pub(crate) async fn port_forward(
         return (StatusCode::NOT_FOUND, "pod does not exist").into_response();
     }
     let (mut parts, _) = req.into_parts();
-    let (k2, namespace2, pod2) = (k.clone(), namespace.clone(), pod.clone());
-    let serve = move |conn: Conn| serve(k, namespace, pod, conn);
     if spdy::requested(&parts.headers) {
         let chosen = match spdy::negotiate(&parts.headers, &[PROTOCOL]) {
             Ok(c) => c,
@@ -52,7 +50,8 @@ pub(crate) async fn port_forward(
         };
         tokio::spawn(async move {
             if let Ok(io) = on.await {
-                serve(Conn::start(hyper_util::rt::TokioIo::new(io))).await;
+                let conn = Conn::start(hyper_util::rt::TokioIo::new(io));
+                serve(k, namespace, pod, conn).await;
             }
         });
         return spdy::switching(chosen);
@@ -70,7 +69,7 @@ pub(crate) async fn port_forward(
         return ws.on_upgrade(move |socket| async move {
             let (ours, theirs) = tokio::io::duplex(64 * 1024);
             tokio::spawn(tunnel(socket, ours));
-            serve(Conn::start(theirs)).await;
+            serve(k, namespace, pod, Conn::start(theirs)).await;
         });
     }
     // The channel protocol of the Python client and kube-rs: one connection per port.
@@ -85,7 +84,7 @@ pub(crate) async fn port_forward(
         )
             .into_response();
     }
-    ws.on_upgrade(move |socket| channels::serve(k2, namespace2, pod2, socket, proto, ports))
+    ws.on_upgrade(move |socket| channels::serve(k, namespace, pod, socket, proto, ports))
 }
 
 /// The WebSocket subprotocols served: the SPDY tunnel, then the channel protocols upstream's
